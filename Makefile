@@ -1,0 +1,23 @@
+# Rynn Teleop: the commands a developer needs. `make setup` once, then `make test`.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: setup build test test-fast bench clean
+
+setup:  ## create .venv, install pinned deps and Debian packages, colcon-build everything
+	bash scripts/setup.sh
+
+build:  ## rebuild the four packages into the venv after changing messages or package data
+	SKIP_DEPS=1 bash scripts/setup.sh
+
+test:  ## unit tests of every package and the integration tests in test/
+	$(PY) -m pytest
+
+test-fast:  ## only the ROS-free unit tests (no DDS processes)
+	$(PY) -m pytest -m "not ros and not slow"
+
+bench:  ## every benchmark script; each prints its figures
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf build log

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# One-command setup of the Rynn suite on a Debian/Ubuntu machine without a
+# ROS 2 install: Debian build/render packages, a .venv with the pinned ROS 2
+# Jazzy wheels and the Python stack, the generated LCM bindings, and a colcon
+# build of the four packages into the venv (so `.venv/bin/python` imports
+# rclpy and rynn_teleop_msgs with nothing to source). Safe to re-run.
+#
+# Environment: PYTHON (interpreter for the venv, default python3),
+#              RYNN_VENV (venv path, default <repo>/.venv),
+#              SKIP_DEPS=1 (only rebuild: skip Debian and pip steps; `make build`).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+VENV=${RYNN_VENV:-$ROOT/.venv}
+PYTHON=${PYTHON:-python3}
+DEB_PACKAGES=(cmake g++ make python3-dev python3-venv libegl1 libgl1 libosmesa6)
+
+step() { printf '\n==> %s\n' "$*"; }
+die() { printf '\nsetup: error: %s\n' "$*" >&2; exit 1; }
+
+missing_debs() {
+  local p
+  for p in "${DEB_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+  done
+}
+
+if [[ ${SKIP_DEPS:-0} != 1 ]]; then
+step "Debian packages: ${DEB_PACKAGES[*]}"
+command -v dpkg-query >/dev/null || die "this script needs a Debian/Ubuntu system (dpkg-query not found)"
+mapfile -t MISSING < <(missing_debs)
+if ((${#MISSING[@]})); then
+  echo "installing: ${MISSING[*]}"
+  if [[ $(id -u) -eq 0 ]]; then SUDO=(); elif command -v sudo >/dev/null; then SUDO=(sudo); else
+    die "missing Debian packages: ${MISSING[*]}; install them as root: apt-get install ${MISSING[*]}"
+  fi
+  "${SUDO[@]}" apt-get update -qq || die "apt-get update failed; install by hand: apt-get install ${MISSING[*]}"
+  DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${MISSING[@]}" \
+    || die "could not install Debian packages: ${MISSING[*]} (apt-get install ${MISSING[*]})"
+  mapfile -t STILL < <(missing_debs)
+  ((${#STILL[@]} == 0)) || die "Debian packages still missing after apt-get: ${STILL[*]}"
+else
+  echo "all present"
+fi
+
+step "Python virtual environment: $VENV"
+command -v "$PYTHON" >/dev/null || die "no Python interpreter '$PYTHON' (set PYTHON=/path/to/python3.11)"
+"$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] < (3, 11))' \
+  || die "Python 3.11 or newer is needed (the pins are tested on 3.11); '$PYTHON' is $("$PYTHON" -V 2>&1) (set PYTHON=python3.11)"
+[[ -x $VENV/bin/python ]] || "$PYTHON" -m venv "$VENV" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
+PY=$VENV/bin/python
+
+step "Python packages (pinned by requirements/constraints.txt)"
+"$PY" -m pip install -q --disable-pip-version-check \
+  -c "$ROOT/requirements/constraints.txt" -r "$ROOT/requirements/requirements.txt" \
+  || die "pip install failed (see above); the constraints pin every version, so a missing wheel names the culprit"
+fi
+PY=$VENV/bin/python
+[[ -x $PY ]] || die "no venv at $VENV: run 'make setup' first"
+
+step "Repair include paths exported by the ROS 2 message wheels"
+"$PY" "$ROOT/scripts/fix_ros_wheel_cmake.py" "$VENV"
+
+# colcon and the rosidl/ament CMake code read the ament index from the environment.
+export VIRTUAL_ENV=$VENV PATH=$VENV/bin:$PATH AMENT_PREFIX_PATH=$VENV CMAKE_PREFIX_PATH=$VENV
+COLCON=(colcon --log-base "$ROOT/log" build --merge-install --install-base "$VENV"
+        --event-handlers console_cohesion- summary+ status-)
+
+if ! "$PY" -c 'import tf2_msgs.msg' 2>/dev/null; then
+  step "tf2_msgs is not on PyPI: building the standard TFMessage for the test environment"
+  SUPPORT=$ROOT/build/test_support/tf2_msgs
+  rm -rf "$SUPPORT" && mkdir -p "$(dirname "$SUPPORT")"
+  cp -r "$ROOT/test/support/tf2_msgs" "$SUPPORT"
+  mv "$SUPPORT/package.xml.in" "$SUPPORT/package.xml"
+  (cd "$ROOT" && "${COLCON[@]}" --base-paths "$SUPPORT" --build-base "$ROOT/build/test_support_build") \
+    || die "building tf2_msgs failed (see log/)"
+fi
+
+if [[ -x $ROOT/scripts/generate_lcm_types.sh ]]; then
+  step "LCM bindings (lcm-gen)"
+  "$ROOT/scripts/generate_lcm_types.sh"
+fi
+
+step "colcon build: rynn_teleop_msgs, rynn_retarget, rynn_world, rynn_robot_bridge"
+(cd "$ROOT" && "${COLCON[@]}" --base-paths src --build-base "$ROOT/build") || die "colcon build failed (see log/latest_build)"
+
+step "Check"
+"$PY" - <<'EOF' || die "the installed environment does not import (see above)"
+import rclpy, tf2_msgs.msg
+from rynn_teleop_msgs.msg import RobotAction, BimanualSkeleton, TeleopStatus
+from rynn_teleop_msgs.srv import SetMode
+import rynn_retarget, rynn_world, rynn_robot_bridge
+print("rclpy, rynn_teleop_msgs, tf2_msgs and the three Python packages import")
+EOF
+printf '\nSetup done. Run the tests with: make test\n'

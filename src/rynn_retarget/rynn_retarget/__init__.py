@@ -1,0 +1,1 @@
+"""rynn_retarget."""

@@ -1,0 +1,149 @@
+"""Build and read the suite's ROS messages from NumPy arrays.
+
+The only module of the core that imports message types, so the algorithms stay
+ROS-free and every node converts the same way. Builders validate: a RobotAction
+with the wrong length or a NaN never leaves this module.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import Point
+from rynn_teleop_msgs.msg import BimanualSkeleton, HandSkeleton, RobotAction
+from std_msgs.msg import Header
+
+from rynn_retarget.action_layout import validate_action
+
+NUM_HAND_JOINTS = 21
+SIDE_CODES = {"left": HandSkeleton.LEFT, "right": HandSkeleton.RIGHT}
+
+
+def time_from_seconds(seconds: float) -> Time:
+    """A builtin_interfaces/Time from float seconds (e.g. a synthetic clock)."""
+    sec = int(np.floor(seconds))
+    return Time(sec=sec, nanosec=int(round((seconds - sec) * 1e9)) % 1_000_000_000)
+
+
+def seconds_from_time(stamp: Time) -> float:
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def make_header(stamp: Time | float, frame_id: str) -> Header:
+    if not isinstance(stamp, Time):
+        stamp = time_from_seconds(float(stamp))
+    return Header(stamp=stamp, frame_id=frame_id)
+
+
+def make_robot_action(
+    positions, stamp: Time | float, frame_id: str = "base_link", sequence: int = 0
+) -> RobotAction:
+    """A RobotAction from a 54-D joint vector; ``ValueError`` on wrong size or NaN/inf."""
+    msg = RobotAction(header=make_header(stamp, frame_id), sequence=int(sequence))
+    msg.positions = validate_action(positions)
+    return msg
+
+
+def robot_action_to_array(msg: RobotAction) -> np.ndarray:
+    """The validated (54,) float64 joint vector of a received RobotAction."""
+    return validate_action(msg.positions)
+
+
+def make_hand_skeleton(
+    side: str,
+    joints,
+    stamp: Time | float,
+    frame_id: str,
+    confidence=None,
+    valid: bool = True,
+) -> HandSkeleton:
+    """A HandSkeleton from (21, 3) points [m]; NaN joints get confidence 0.
+
+    A hand with no finite joint at all is marked invalid rather than rejected,
+    so a glove dropout reaches consumers as "hand lost", not as silence.
+    """
+    if side not in SIDE_CODES:
+        raise ValueError(f"side must be 'left' or 'right', got {side!r}")
+    pts = np.asarray(joints, dtype=np.float64)
+    if pts.shape != (NUM_HAND_JOINTS, 3):
+        raise ValueError(f"a hand skeleton needs (21, 3) joint positions, got {pts.shape}")
+    conf = (
+        np.ones(NUM_HAND_JOINTS, np.float32)
+        if confidence is None
+        else np.asarray(confidence, dtype=np.float32).copy()
+    )
+    if conf.shape != (NUM_HAND_JOINTS,):
+        raise ValueError(f"confidence needs 21 values, got shape {conf.shape}")
+    finite = np.isfinite(pts).all(axis=1)
+    conf[~finite] = 0.0
+    conf = np.clip(np.nan_to_num(conf, nan=0.0), 0.0, 1.0)
+    pts = np.where(finite[:, None], pts, 0.0)
+    msg = HandSkeleton(
+        header=make_header(stamp, frame_id),
+        side=SIDE_CODES[side],
+        valid=bool(valid and finite.any()),
+    )
+    msg.joints = [Point(x=float(x), y=float(y), z=float(z)) for x, y, z in pts]
+    msg.confidence = conf
+    return msg
+
+
+def hand_skeleton_to_arrays(msg: HandSkeleton) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(21, 3) points with NaN where confidence is 0, (21,) confidence, valid."""
+    pts = np.array([[p.x, p.y, p.z] for p in msg.joints], dtype=np.float64)
+    conf = np.asarray(msg.confidence, dtype=np.float32)
+    pts[conf <= 0.0] = np.nan
+    return pts, conf, bool(msg.valid)
+
+
+def make_bimanual_skeleton(
+    left_joints,
+    right_joints,
+    stamp: Time | float,
+    frame_id: str,
+    left_confidence=None,
+    right_confidence=None,
+    left_valid: bool = True,
+    right_valid: bool = True,
+    left_elbow=None,
+    right_elbow=None,
+) -> BimanualSkeleton:
+    """Both hands under one stamp and frame; elbows are optional (None = unknown)."""
+    header = make_header(stamp, frame_id)
+    msg = BimanualSkeleton(header=header)
+    msg.left = make_hand_skeleton("left", left_joints, header.stamp, frame_id, left_confidence, left_valid)
+    msg.right = make_hand_skeleton(
+        "right", right_joints, header.stamp, frame_id, right_confidence, right_valid
+    )
+    for side, elbow in (("left", left_elbow), ("right", right_elbow)):
+        point, ok = _optional_point(elbow)
+        setattr(msg, f"{side}_elbow", point)
+        setattr(msg, f"{side}_elbow_valid", ok)
+    return msg
+
+
+def bimanual_skeleton_to_arrays(msg: BimanualSkeleton) -> dict[str, np.ndarray]:
+    """joints (2, 21, 3) [left, right] with NaN for missing, confidence (2, 21),
+    valid (2,), elbows (2, 3) with NaN where unknown."""
+    left = hand_skeleton_to_arrays(msg.left)
+    right = hand_skeleton_to_arrays(msg.right)
+    elbows = np.full((2, 3), np.nan)
+    for i, side in enumerate(("left", "right")):
+        if getattr(msg, f"{side}_elbow_valid"):
+            p = getattr(msg, f"{side}_elbow")
+            elbows[i] = (p.x, p.y, p.z)
+    return {
+        "joints": np.stack([left[0], right[0]]),
+        "confidence": np.stack([left[1], right[1]]),
+        "valid": np.array([left[2], right[2]]),
+        "elbows": elbows,
+    }
+
+
+def _optional_point(values) -> tuple[Point, bool]:
+    if values is None:
+        return Point(), False
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.shape != (3,) or not np.isfinite(arr).all():
+        return Point(), False
+    return Point(x=float(arr[0]), y=float(arr[1]), z=float(arr[2])), True

@@ -1,0 +1,27 @@
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = "rynn_retarget"
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(exclude=["test"]),
+    package_data={PACKAGE: ["description/*.urdf"]},
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}/urdf", glob(f"{PACKAGE}/description/*.urdf")),
+    ],
+    install_requires=["setuptools"],
+    zip_safe=False,
+    maintainer="Rynn Teleop maintainers",
+    maintainer_email="maintainers@rynn-teleop.org",
+    description="Operator inputs and retargeting for Rynn teleoperation.",
+    license="Apache-2.0",
+    entry_points={
+        "console_scripts": [
+        ],
+    },
+)

@@ -1,0 +1,1 @@
+"""rynn_robot_bridge."""

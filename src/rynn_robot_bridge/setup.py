@@ -1,0 +1,23 @@
+from setuptools import find_packages, setup
+
+PACKAGE = "rynn_robot_bridge"
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(exclude=["test"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+    ],
+    install_requires=["setuptools"],
+    zip_safe=False,
+    maintainer="Rynn Teleop maintainers",
+    maintainer_email="maintainers@rynn-teleop.org",
+    description="Real/digital robot bridge, LCM protocol, simulated robot and recording for Rynn teleoperation.",
+    license="Apache-2.0",
+    entry_points={
+        "console_scripts": [
+        ],
+    },
+)

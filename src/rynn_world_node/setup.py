@@ -1,0 +1,32 @@
+from glob import glob
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+PACKAGE = "rynn_world"
+# The suite's launch files and YAML configuration live at the repository root
+# (one source of truth for `ros2 launch` and the embedded launcher); this
+# package installs them into its share directory.
+REPO_ROOT = Path("..", "..")
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(exclude=["test"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}/launch", sorted(glob(str(REPO_ROOT / "launch" / "*.py")))),
+        (f"share/{PACKAGE}/config", sorted(glob(str(REPO_ROOT / "config" / "*.yaml")))),
+    ],
+    install_requires=["setuptools"],
+    zip_safe=False,
+    maintainer="Rynn Teleop maintainers",
+    maintainer_email="maintainers@rynn-teleop.org",
+    description="Action-conditioned video world model and its ROS 2 node for Rynn teleoperation.",
+    license="Apache-2.0",
+    entry_points={
+        "console_scripts": [
+        ],
+    },
+)
