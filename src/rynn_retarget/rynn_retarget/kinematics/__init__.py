@@ -1,0 +1,1 @@
+"""Kinematics (Pinocchio chains), arm IK and hand retargeting."""

@@ -1,0 +1,134 @@
+"""Arm inverse kinematics exactly as the paper (App. 8), on a 7-DoF Pinocchio chain.
+
+Damped least squares with the SVD pseudo-inverse and adaptive damping
+lambda = lambda_min + 0.01 / (1 + sigma_max), a null-space shoulder prior from
+the upper-arm tracker, and a hard joint-limit clip after every step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pinocchio as pin
+
+from rynn_retarget.kinematics.robot_model import ArmChain
+
+
+@dataclass
+class ArmIkConfig:
+    scale: float = 1.5  # Scale_s on the chest->wrist translation
+    lambda_min: float = 1e-3
+    max_iterations: int = 30  # per solve; warm starts usually need 1-3
+    position_tolerance: float = 1e-4  # m
+    orientation_tolerance: float = 1e-3  # rad
+    max_step: float = 0.4  # rad, largest joint change in one DLS step (keeps far starts stable)
+    nullspace_weights: tuple = (0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0)  # paper: w = 0.5 on the shoulder
+    elbow_iterations: int = 3  # Gauss-Newton steps of the 3x2 shoulder partial IK
+    restarts: int = 0  # extra solves from seeded random joint configurations when one does not converge
+    restart_seed: int = 0
+    unreachable_position_error: float = 0.01  # m; a residual above this is reported unreachable
+    unreachable_orientation_error: float = 0.1  # rad
+
+
+@dataclass
+class IkResult:
+    q: np.ndarray
+    position_error: float
+    orientation_error: float
+    iterations: int
+    reachable: bool
+    shoulder_reference: np.ndarray | None = field(default=None)
+
+
+def damped_pseudo_inverse(jacobian: np.ndarray, lambda_min: float) -> np.ndarray:
+    """J#_lambda = V diag(s / (s^2 + lambda^2)) U^T with lambda growing near singularities."""
+    u, sigma, vt = np.linalg.svd(jacobian, full_matrices=False)
+    damping = lambda_min + 0.01 / (1.0 + sigma[0])
+    return (vt.T * (sigma / (sigma**2 + damping**2))) @ u.T
+
+
+class ArmIkSolver:
+    """DLS IK for one arm; ``solve`` is warm-started by the caller's ``q_start``."""
+
+    def __init__(self, chain: ArmChain, config: ArmIkConfig | None = None):
+        self.chain = chain
+        self.config = config or ArmIkConfig()
+        self._weights = np.asarray(self.config.nullspace_weights, dtype=np.float64)
+        if self._weights.shape != (chain.model.nv,):
+            raise ValueError(f"nullspace_weights needs {chain.model.nv} entries")
+        self._identity = np.eye(chain.model.nv)
+        self._restart_rng = np.random.default_rng(self.config.restart_seed)
+
+    def shoulder_reference(self, q: np.ndarray, elbow_target: np.ndarray) -> np.ndarray:
+        """q with joints 1-2 moved so the elbow points at ``elbow_target`` (3x2 partial IK)."""
+        q_ref = q.copy()
+        for _ in range(self.config.elbow_iterations):
+            elbow, jacobian = self.chain.elbow_jacobian(q_ref)
+            step = damped_pseudo_inverse(jacobian[:, :2], self.config.lambda_min) @ (elbow_target - elbow)
+            q_ref[:2] = np.clip(q_ref[:2] + step, self.chain.lower[:2], self.chain.upper[:2])
+        return q_ref
+
+    def solve(self, target: np.ndarray, q_start: np.ndarray, elbow_target: np.ndarray | None = None) -> IkResult:
+        """Joint angles reaching the 4x4 ``target`` (base_link) from ``q_start``.
+
+        With ``restarts`` > 0 a non-converged solve is retried from random
+        configurations (a different arm branch) and the best result is kept.
+        """
+        best = self._descend(target, q_start, elbow_target)
+        for _ in range(self.config.restarts):
+            if self._converged(best):
+                break
+            seed = self._restart_rng.uniform(self.chain.lower, self.chain.upper)
+            candidate = self._descend(target, seed, elbow_target)
+            if candidate.position_error + candidate.orientation_error < best.position_error + best.orientation_error:
+                best = candidate
+        return best
+
+    def _converged(self, result: IkResult) -> bool:
+        return (
+            result.position_error < self.config.position_tolerance
+            and result.orientation_error < self.config.orientation_tolerance
+        )
+
+    def _descend(self, target: np.ndarray, q_start: np.ndarray, elbow_target: np.ndarray | None) -> IkResult:
+        cfg = self.config
+        chain = self.chain
+        q = np.clip(np.asarray(q_start, dtype=np.float64), chain.lower, chain.upper)
+        target_rotation, target_position = target[:3, :3], target[:3, 3]
+        q_ref = self.shoulder_reference(q, elbow_target) if elbow_target is not None else None
+        error = np.zeros(6)
+        iterations = 0
+        for iterations in range(1, cfg.max_iterations + 1):
+            current, jacobian = chain.ee_jacobian(q)
+            error[:3] = target_position - current.translation
+            error[3:] = pin.log3(target_rotation @ current.rotation.T)
+            if (
+                np.linalg.norm(error[:3]) < cfg.position_tolerance
+                and np.linalg.norm(error[3:]) < cfg.orientation_tolerance
+            ):
+                iterations -= 1
+                break
+            pinv = damped_pseudo_inverse(jacobian, cfg.lambda_min)
+            step = pinv @ error
+            if q_ref is not None:
+                step += (self._identity - pinv @ jacobian) @ (self._weights * (q_ref - q))
+            largest = np.abs(step).max()
+            if largest > cfg.max_step:
+                step *= cfg.max_step / largest
+            q = np.clip(q + step, chain.lower, chain.upper)
+        else:
+            current = pin.SE3(chain.ee_pose(q))
+            error[:3] = target_position - current.translation
+            error[3:] = pin.log3(target_rotation @ current.rotation.T)
+        position_error = float(np.linalg.norm(error[:3]))
+        orientation_error = float(np.linalg.norm(error[3:]))
+        return IkResult(
+            q=q,
+            position_error=position_error,
+            orientation_error=orientation_error,
+            iterations=iterations,
+            reachable=position_error <= cfg.unreachable_position_error
+            and orientation_error <= cfg.unreachable_orientation_error,
+            shoulder_reference=None if q_ref is None else q_ref[:2].copy(),
+        )

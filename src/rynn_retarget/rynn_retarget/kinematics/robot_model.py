@@ -1,0 +1,165 @@
+"""Pinocchio chains cut out of the bimanual URDF: one 7-DoF arm or one 20-DoF hand.
+
+Each solver works on a reduced model (everything else locked at zero) because
+the full 54-DoF model costs several times more per forward-kinematics call and
+the arm and hand problems are independent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+
+from rynn_retarget.action_layout import arm_joint_names, hand_joint_names
+
+WORLD_ALIGNED = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+
+
+def load_model(urdf_path: str | Path) -> pin.Model:
+    """Kinematic model only: meshes are neither needed nor loaded."""
+    return pin.buildModelFromUrdf(str(urdf_path))
+
+
+def reduced_to(model: pin.Model, keep_joints: list[str]) -> pin.Model:
+    """``model`` with every joint not in ``keep_joints`` locked at its neutral value."""
+    missing = [name for name in keep_joints if not model.existJointName(name)]
+    if missing:
+        raise ValueError(f"the robot description lacks joints: {', '.join(missing)}")
+    lock = [
+        model.getJointId(model.names[i])
+        for i in range(1, model.njoints)
+        if model.names[i] not in keep_joints
+    ]
+    reduced = pin.buildReducedModel(model, lock, pin.neutral(model))
+    order = [reduced.names[i] for i in range(1, reduced.njoints)]
+    if order != keep_joints:
+        raise ValueError(f"joint order in the URDF tree {order} differs from the action layout {keep_joints}")
+    return reduced
+
+
+@dataclass
+class ArmChain:
+    """One arm: base_link -> {side}_ee_link, plus the elbow frame for the shoulder prior."""
+
+    side: str
+    model: pin.Model
+    data: pin.Data
+    ee_frame: int
+    elbow_frame: int
+    lower: np.ndarray
+    upper: np.ndarray
+
+    def ee_pose(self, q: np.ndarray) -> np.ndarray:
+        """4x4 pose of the end effector in base_link."""
+        pin.framesForwardKinematics(self.model, self.data, q)
+        return self.data.oMf[self.ee_frame].homogeneous.copy()
+
+    def elbow_position(self, q: np.ndarray) -> np.ndarray:
+        pin.framesForwardKinematics(self.model, self.data, q)
+        return self.data.oMf[self.elbow_frame].translation.copy()
+
+    def ee_jacobian(self, q: np.ndarray) -> tuple[pin.SE3, np.ndarray]:
+        """Pose and 6x7 Jacobian [linear; angular] of the EE, both in base_link axes."""
+        jacobian = pin.computeFrameJacobian(self.model, self.data, q, self.ee_frame, WORLD_ALIGNED)
+        pose = pin.updateFramePlacement(self.model, self.data, self.ee_frame)
+        return pose, jacobian
+
+    def elbow_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Elbow position and its 3x7 position Jacobian in base_link axes."""
+        jacobian = pin.computeFrameJacobian(self.model, self.data, q, self.elbow_frame, WORLD_ALIGNED)
+        pose = pin.updateFramePlacement(self.model, self.data, self.elbow_frame)
+        return pose.translation.copy(), jacobian[:3]
+
+
+def build_arm_chain(model: pin.Model, side: str) -> ArmChain:
+    arm = reduced_to(model, arm_joint_names(side))
+    return ArmChain(
+        side=side,
+        model=arm,
+        data=arm.createData(),
+        ee_frame=_frame_id(arm, f"{side}_ee_link"),
+        elbow_frame=_frame_id(arm, f"{side}_arm_link4"),
+        lower=arm.lowerPositionLimit.copy(),
+        upper=arm.upperPositionLimit.copy(),
+    )
+
+
+# Robot frames matched to MediaPipe keypoints, per finger (1 = thumb):
+# joint-1 origin (MCP; thumb CMC), joint-3 origin (PIP; thumb MCP), joint-4 origin (DIP; thumb IP), tip.
+FINGER_KEYPOINT_FRAMES = ("joint1", "joint3", "joint4", "tip_link")
+
+
+@dataclass
+class HandChain:
+    """One hand: 20 finger joints, keypoint positions expressed in {side}_palm_link."""
+
+    side: str
+    model: pin.Model
+    data: pin.Data
+    palm_frame: int
+    keypoint_frames: list[int]  # 20 frames in MediaPipe order 1..20 (wrist = palm origin)
+    lower: np.ndarray
+    upper: np.ndarray
+
+    def keypoints(self, q: np.ndarray) -> np.ndarray:
+        """(21, 3) MediaPipe-ordered keypoints in the palm frame, wrist at the origin."""
+        pin.framesForwardKinematics(self.model, self.data, q)
+        palm_inv = self.data.oMf[self.palm_frame].inverse()
+        points = np.zeros((21, 3))
+        for k, frame in enumerate(self.keypoint_frames, start=1):
+            points[k] = palm_inv.act(self.data.oMf[frame].translation)
+        return points
+
+    def keypoints_and_jacobians(self, q: np.ndarray, indices) -> tuple[np.ndarray, np.ndarray]:
+        """Keypoints (21, 3) and d keypoint / dq (21, 3, 20), palm frame; only ``indices`` are filled."""
+        pin.computeJointJacobians(self.model, self.data, q)
+        pin.updateFramePlacements(self.model, self.data)
+        palm = self.data.oMf[self.palm_frame]
+        rotation_t = palm.rotation.T
+        points = np.zeros((21, 3))
+        jacobians = np.zeros((21, 3, self.model.nv))
+        for k in indices:
+            frame = self.keypoint_frames[k - 1]
+            points[k] = rotation_t @ (self.data.oMf[frame].translation - palm.translation)
+            jac = pin.getFrameJacobian(self.model, self.data, frame, WORLD_ALIGNED)
+            jacobians[k] = rotation_t @ jac[:3]
+        return points, jacobians
+
+
+def build_hand_chain(model: pin.Model, side: str) -> HandChain:
+    """Works on the bimanual URDF and on the vendor's single-hand WUJI URDF alike."""
+    names = hand_joint_names(side)
+    hand = reduced_to(model, names) if model.nq != len(names) else model
+    if [hand.names[i] for i in range(1, hand.njoints)] != names:
+        raise ValueError(f"hand joints in the URDF differ from the WUJI naming {names[:2]}...")
+    frames = []
+    for finger in range(1, 6):
+        for kind in FINGER_KEYPOINT_FRAMES:
+            name = f"{side}_finger{finger}_{kind}"
+            if kind.startswith("joint"):
+                frames.append(_joint_frame_id(hand, name))
+            else:
+                frames.append(_frame_id(hand, name))
+    return HandChain(
+        side=side,
+        model=hand,
+        data=hand.createData(),
+        palm_frame=_frame_id(hand, f"{side}_palm_link"),
+        keypoint_frames=frames,
+        lower=hand.lowerPositionLimit.copy(),
+        upper=hand.upperPositionLimit.copy(),
+    )
+
+
+def _frame_id(model: pin.Model, name: str) -> int:
+    if not model.existFrame(name):
+        raise ValueError(f"the robot description has no frame {name!r}")
+    return model.getFrameId(name)
+
+
+def _joint_frame_id(model: pin.Model, joint_name: str) -> int:
+    """The frame Pinocchio creates for a joint (origin at the joint)."""
+    return model.getFrameId(joint_name, pin.FrameType.JOINT)

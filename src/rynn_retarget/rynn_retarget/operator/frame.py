@@ -1,0 +1,51 @@
+"""What every operator source delivers: one timestamped sample of trackers and hands.
+
+Conventions (shared by all sources, the recorder format and the UDP ingest):
+- Tracker poses are 4x4 homogeneous transforms in the tracking system's world
+  frame, metres. The chest tracker frame is the operator's body frame
+  (x forward, y left, z up); a wrist tracker frame is that hand's frame below.
+- Hand skeletons are 21 MediaPipe-ordered points in the hand frame, metres,
+  wrist at the origin: z towards the middle-finger knuckle, x out of the palm
+  (the side the fingers curl to), y completing a right-handed frame (thumb on
+  +y for the right hand, on -y for the left). This is also the WUJI palm frame,
+  so no re-orientation is needed at retargeting time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Protocol, runtime_checkable
+
+import numpy as np
+
+TRACKER_NAMES = ("chest", "left_wrist", "right_wrist", "left_upper_arm", "right_upper_arm")
+HAND_POINTS = 21
+
+
+@dataclass
+class HandSkeleton:
+    points: np.ndarray = field(default_factory=lambda: np.zeros((HAND_POINTS, 3)))  # (21, 3)
+    confidence: np.ndarray = field(default_factory=lambda: np.zeros(HAND_POINTS))  # (21,) in [0, 1]
+    valid: bool = False
+
+
+@dataclass
+class OperatorFrame:
+    """``trackers`` maps names in TRACKER_NAMES to 4x4 poses; a missing tracker is simply absent."""
+
+    stamp: float  # seconds, source clock
+    trackers: dict = field(default_factory=dict)
+    left_hand: HandSkeleton = field(default_factory=HandSkeleton)
+    right_hand: HandSkeleton = field(default_factory=HandSkeleton)
+
+    def hand(self, side: str) -> HandSkeleton:
+        return self.left_hand if side == "left" else self.right_hand
+
+
+@runtime_checkable
+class OperatorSource(Protocol):
+    """A stream of operator frames. ``frames()`` ends when the source is exhausted or closed."""
+
+    def frames(self) -> Iterator[OperatorFrame]: ...
+
+    def close(self) -> None: ...
