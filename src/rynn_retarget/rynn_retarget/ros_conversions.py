@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point
-from rynn_teleop_msgs.msg import BimanualSkeleton, HandSkeleton, RobotAction
+from rynn_teleop_msgs.msg import BimanualSkeleton, HandSkeleton, RobotAction, StageLatency, TeleopStatus
 from std_msgs.msg import Header
 
 from rynn_retarget.action_layout import validate_action
+from rynn_retarget.pipeline_stats import PipelineStats
 
 NUM_HAND_JOINTS = 21
 SIDE_CODES = {"left": HandSkeleton.LEFT, "right": HandSkeleton.RIGHT}
@@ -147,3 +149,43 @@ def _optional_point(values) -> tuple[Point, bool]:
     if arr.shape != (3,) or not np.isfinite(arr).all():
         return Point(), False
     return Point(x=float(arr[0]), y=float(arr[1]), z=float(arr[2])), True
+
+
+def make_teleop_status(stats: PipelineStats, source: str, mode: int, stamp: Time) -> TeleopStatus:
+    """TeleopStatus for /rynn/status from a node's PipelineStats."""
+    msg = TeleopStatus(
+        header=Header(stamp=stamp),
+        source=source,
+        mode=int(mode),
+        dropped_inputs=stats.dropped_total,
+        rejected_inputs=stats.rejected_total,
+        outputs=stats.outputs,
+        faults=[f"{key}: {text}" for key, text in sorted(stats.faults.items())],
+    )
+    msg.latencies = [
+        StageLatency(stage=s.stage, last=s.last, p50=s.p50, p99=s.p99) for s in stats.summaries()
+    ]
+    return msg
+
+
+def make_diagnostics(stats: PipelineStats, name: str, hardware_id: str, stamp: Time) -> DiagnosticArray:
+    """One DiagnosticStatus (for /diagnostics) with every latency and counter by reason.
+
+    ERROR while a fault is active, WARN once anything was rejected, else OK.
+    """
+    if stats.faults:
+        level, message = DiagnosticStatus.ERROR, "; ".join(sorted(stats.faults.values()))
+    elif stats.rejected_total:
+        level, message = DiagnosticStatus.WARN, f"{stats.rejected_total} input(s) rejected"
+    else:
+        level, message = DiagnosticStatus.OK, "ok"
+    values = [KeyValue(key="outputs", value=str(stats.outputs))]
+    for s in stats.summaries():
+        values += [
+            KeyValue(key=f"{s.stage}.p50_ms", value=f"{s.p50 * 1e3:.3f}"),
+            KeyValue(key=f"{s.stage}.p99_ms", value=f"{s.p99 * 1e3:.3f}"),
+        ]
+    values += [KeyValue(key=f"dropped.{k}", value=str(v)) for k, v in sorted(stats.dropped.items())]
+    values += [KeyValue(key=f"rejected.{k}", value=str(v)) for k, v in sorted(stats.rejected.items())]
+    status = DiagnosticStatus(level=level, name=name, message=message, hardware_id=hardware_id, values=values)
+    return DiagnosticArray(header=Header(stamp=stamp), status=[status])

@@ -64,3 +64,29 @@ def test_hand_skeleton_rejects_wrong_shape_and_side():
 def test_validate_action_returns_float64_copy():
     out = validate_action(list(range(ACTION_DIM)))
     assert out.dtype == np.float64 and out.shape == (ACTION_DIM,)
+
+
+def test_status_and_diagnostics_report_counters_latencies_and_faults():
+    from diagnostic_msgs.msg import DiagnosticStatus
+
+    from rynn_retarget.pipeline_stats import PipelineStats
+
+    stats = PipelineStats()
+    for ms in (1.0, 2.0, 3.0):
+        stats.record("ik", ms * 1e-3)
+    stats.drop("stale", 2)
+    stats.reject("nan_joint")
+    stats.outputs = 5
+    stamp = ros_conversions.time_from_seconds(1.0)
+    status = ros_conversions.make_teleop_status(stats, "retarget", 1, stamp)
+    assert (status.dropped_inputs, status.rejected_inputs, status.outputs, status.mode) == (2, 1, 5, 1)
+    assert status.latencies[0].stage == "ik" and status.latencies[0].last == pytest.approx(3e-3)
+    assert status.latencies[0].p50 == pytest.approx(2e-3)
+    diag = ros_conversions.make_diagnostics(stats, "retarget", "operator", stamp).status[0]
+    assert diag.level == DiagnosticStatus.WARN
+    assert {kv.key: kv.value for kv in diag.values}["rejected.nan_joint"] == "1"
+    stats.set_fault("stale", "no tracker data for 250 ms")
+    diag = ros_conversions.make_diagnostics(stats, "retarget", "operator", stamp).status[0]
+    assert diag.level == DiagnosticStatus.ERROR and "250 ms" in diag.message
+    stats.clear_fault("stale")
+    assert not ros_conversions.make_teleop_status(stats, "r", 0, stamp).faults
