@@ -18,30 +18,9 @@ DEB_PACKAGES=(cmake g++ make python3-dev python3-venv libegl1 libgl1 libosmesa6)
 step() { printf '\n==> %s\n' "$*"; }
 die() { printf '\nsetup: error: %s\n' "$*" >&2; exit 1; }
 
-missing_debs() {
-  local p
-  for p in "${DEB_PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
-  done
-}
-
 if [[ ${SKIP_DEPS:-0} != 1 ]]; then
 step "Debian packages: ${DEB_PACKAGES[*]}"
-command -v dpkg-query >/dev/null || die "this script needs a Debian/Ubuntu system (dpkg-query not found)"
-mapfile -t MISSING < <(missing_debs)
-if ((${#MISSING[@]})); then
-  echo "installing: ${MISSING[*]}"
-  if [[ $(id -u) -eq 0 ]]; then SUDO=(); elif command -v sudo >/dev/null; then SUDO=(sudo); else
-    die "missing Debian packages: ${MISSING[*]}; install them as root: apt-get install ${MISSING[*]}"
-  fi
-  "${SUDO[@]}" apt-get update -qq || die "apt-get update failed; install by hand: apt-get install ${MISSING[*]}"
-  DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${MISSING[@]}" \
-    || die "could not install Debian packages: ${MISSING[*]} (apt-get install ${MISSING[*]})"
-  mapfile -t STILL < <(missing_debs)
-  ((${#STILL[@]} == 0)) || die "Debian packages still missing after apt-get: ${STILL[*]}"
-else
-  echo "all present"
-fi
+bash "$ROOT/scripts/install_system_deps.sh" "${DEB_PACKAGES[@]}"
 
 step "Python virtual environment: $VENV"
 command -v "$PYTHON" >/dev/null || die "no Python interpreter '$PYTHON' (set PYTHON=/path/to/python3.11)"
