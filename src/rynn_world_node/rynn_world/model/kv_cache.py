@@ -1,0 +1,97 @@
+"""Fixed-size KV cache for the causal student: reference sink + rolling window, written in place.
+
+Layout per layer along the token axis: [current block | reference sink | ring of W blocks].
+The current block comes first so the attended region is always one contiguous prefix (no mask,
+no concatenation). Keys are stored unrotated; each step rotates them at re-indexed positions:
+the sink at frame 0, the window frames at 1.. in age order, the current block right after.
+While the stream is shorter than the window these are exactly the absolute positions, so the
+stream equals a full-sequence block-causal forward; after that the positions stay bounded (the
+sink never drifts away in RoPE distance), which keeps an unbounded stream in distribution.
+"""
+
+import torch
+
+
+class RollingKVCache:
+    """Pre-allocated once; `storage` never changes size or address over a stream."""
+
+    def __init__(
+        self,
+        num_layers: int,
+        batch_size: int,
+        heads: int,
+        head_dim: int,
+        tokens_per_frame: int,
+        block_frames: int,
+        window_blocks: int,
+        device=None,
+        dtype=torch.float32,
+    ):
+        if block_frames < 1 or window_blocks < 1:
+            raise ValueError(f"block_frames and window_blocks must be >= 1, got {block_frames}, {window_blocks}")
+        self.tokens_per_frame = tokens_per_frame
+        self.block_frames = block_frames
+        self.window_blocks = window_blocks
+        self.block_tokens = block_frames * tokens_per_frame
+        self.capacity = self.block_tokens + tokens_per_frame + window_blocks * self.block_tokens
+        self.storage = torch.zeros(num_layers, 2, batch_size, self.capacity, heads, head_dim, device=device, dtype=dtype)
+        self.reset()
+
+    @property
+    def nbytes(self) -> int:
+        return self.storage.numel() * self.storage.element_size()
+
+    def reset(self) -> None:
+        """Forget the stream (the buffer is kept and overwritten)."""
+        self.has_sink = False
+        self.filled_blocks = 0
+        self.next_slot = 0  # ring slot the next committed block goes to (the oldest once full)
+
+    def current_positions(self, num_frames: int | None = None) -> torch.Tensor:
+        """Frame positions of the block being generated."""
+        num_frames = self.block_frames if num_frames is None else num_frames
+        if not self.has_sink:
+            return torch.arange(num_frames)
+        start = 1 + self.filled_blocks * self.block_frames
+        return torch.arange(start, start + num_frames)
+
+    def attended_tokens(self, current_tokens: int) -> int:
+        """Length of the contiguous prefix the current block attends to."""
+        if not self.has_sink:
+            return current_tokens
+        return self.block_tokens + self.tokens_per_frame + self.filled_blocks * self.block_tokens
+
+    def key_frame_positions(self, current_frames: int) -> torch.Tensor:
+        """Frame position of every frame in the attended prefix, in storage order."""
+        current = self.current_positions(current_frames)
+        if not self.has_sink:
+            return current
+        if current_frames != self.block_frames:
+            raise ValueError(f"after the reference, blocks must have {self.block_frames} latent frames, got {current_frames}")
+        k = self.block_frames
+        oldest = self.next_slot if self.filled_blocks == self.window_blocks else 0
+        slots = torch.arange(self.filled_blocks)
+        ages = (slots - oldest) % self.window_blocks
+        ring = (1 + ages[:, None] * k + torch.arange(k)[None]).flatten()
+        return torch.cat([current, torch.zeros(1, dtype=torch.long), ring])
+
+    def write_current(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> None:
+        n = k.shape[1]
+        self.storage[layer, 0, :, :n].copy_(k)
+        self.storage[layer, 1, :, :n].copy_(v)
+
+    def prefix(self, layer: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.storage[layer, 0, :, :length], self.storage[layer, 1, :, :length]
+
+    def commit(self) -> None:
+        """Keep the current block: the first one becomes the sink, later ones enter the ring."""
+        current = self.storage[:, :, :, : self.block_tokens]
+        if not self.has_sink:
+            sink = slice(self.block_tokens, self.block_tokens + self.tokens_per_frame)
+            self.storage[:, :, :, sink].copy_(current[:, :, :, : self.tokens_per_frame])
+            self.has_sink = True
+            return
+        start = self.block_tokens + self.tokens_per_frame + self.next_slot * self.block_tokens
+        self.storage[:, :, :, start : start + self.block_tokens].copy_(current)
+        self.next_slot = (self.next_slot + 1) % self.window_blocks
+        self.filled_blocks = min(self.filled_blocks + 1, self.window_blocks)
