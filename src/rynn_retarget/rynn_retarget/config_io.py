@@ -26,7 +26,7 @@ def from_dict(cls, values: dict | None):
         hint = hints[name]
         if dataclasses.is_dataclass(hint) and isinstance(value, dict):
             value = from_dict(hint, value)
-        elif typing.get_origin(hint) is tuple and isinstance(value, list):
+        elif (hint is tuple or typing.get_origin(hint) is tuple) and isinstance(value, list):
             value = tuple(value)
         kwargs[name] = value
     return cls(**kwargs)

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 # camera_link pose in torso_link: above the shoulders, pitched down towards the table.
-CAMERA_MOUNT_XYZ = (0.06, 0.0, 0.68)
-CAMERA_MOUNT_PITCH = 0.9  # rad, positive pitch tilts camera_link's x axis downwards
+CAMERA_MOUNT_XYZ = (0.0, 0.0, 0.76)
+CAMERA_MOUNT_PITCH = 0.8  # rad, positive pitch tilts camera_link's x axis downwards
 
 
 @dataclass(frozen=True)

@@ -49,8 +49,14 @@ class ArmChain:
     data: pin.Data
     ee_frame: int
     elbow_frame: int
+    palm_frame: int
     lower: np.ndarray
     upper: np.ndarray
+
+    def palm_pose(self, q: np.ndarray) -> np.ndarray:
+        """4x4 pose of {side}_palm_link (the hand-skeleton frame) in base_link."""
+        pin.framesForwardKinematics(self.model, self.data, q)
+        return self.data.oMf[self.palm_frame].homogeneous.copy()
 
     def ee_pose(self, q: np.ndarray) -> np.ndarray:
         """4x4 pose of the end effector in base_link."""
@@ -82,6 +88,7 @@ def build_arm_chain(model: pin.Model, side: str) -> ArmChain:
         data=arm.createData(),
         ee_frame=_frame_id(arm, f"{side}_ee_link"),
         elbow_frame=_frame_id(arm, f"{side}_arm_link4"),
+        palm_frame=_frame_id(arm, f"{side}_palm_link"),
         lower=arm.lowerPositionLimit.copy(),
         upper=arm.upperPositionLimit.copy(),
     )
@@ -152,6 +159,13 @@ def build_hand_chain(model: pin.Model, side: str) -> HandChain:
         lower=hand.lowerPositionLimit.copy(),
         upper=hand.upperPositionLimit.copy(),
     )
+
+
+def frame_pose(model: pin.Model, name: str, q: np.ndarray | None = None) -> np.ndarray:
+    """4x4 pose of frame ``name`` in the model root at ``q`` (default: neutral)."""
+    data = model.createData()
+    pin.framesForwardKinematics(model, data, pin.neutral(model) if q is None else q)
+    return data.oMf[_frame_id(model, name)].homogeneous.copy()
 
 
 def _frame_id(model: pin.Model, name: str) -> int:

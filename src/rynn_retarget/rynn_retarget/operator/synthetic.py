@@ -77,27 +77,27 @@ def script(motion: str, phase: float) -> dict[str, ArmState]:
     state = {side: ArmState(zero.copy(), 0.0, open_hand) for side in ("left", "right")}
     if motion == "reach":
         out = window(phase, 0.1, 0.9, 0.35)
-        state["right"] = ArmState(out * np.array([0.16, 0.04, 0.06]), 0.0, open_hand)
+        state["right"] = ArmState(out * np.array([0.08, 0.03, 0.04]), 0.0, open_hand)
     elif motion == "grasp":
         down = window(phase, 0.05, 0.95, 0.25)
         lift = window(phase, 0.45, 0.8, 0.12)
         closure = window(phase, 0.3, 0.9, 0.12)
-        offset = down * np.array([0.10, 0.02, -0.10]) + lift * np.array([0.0, 0.0, 0.08])
+        offset = down * np.array([0.06, 0.02, -0.08]) + lift * np.array([0.0, 0.0, 0.06])
         state["right"] = ArmState(offset, 0.0, grasp_pose(closure))
     elif motion == "pinch":
         near = window(phase, 0.05, 0.95, 0.25)
         closure = window(phase, 0.3, 0.8, 0.15)
-        state["right"] = ArmState(near * np.array([0.08, 0.0, -0.06]), -0.3 * near, pinch_pose(closure))
+        state["right"] = ArmState(near * np.array([0.05, 0.0, -0.05]), -0.3 * near, pinch_pose(closure))
     elif motion == "push":
         forward = window(phase, 0.1, 0.9, 0.35)
         for side in ("left", "right"):
-            state[side] = ArmState(forward * np.array([0.15, 0.0, 0.05]), 0.9 * forward, open_hand)
+            state[side] = ArmState(forward * np.array([0.06, 0.0, 0.03]), 0.5 * forward, open_hand)
     elif motion == "bimanual_lift":
         approach = window(phase, 0.05, 0.95, 0.2)
         lift = window(phase, 0.4, 0.75, 0.12)
         closure = window(phase, 0.25, 0.85, 0.1)
         for side, sign in (("left", 1.0), ("right", -1.0)):
-            offset = approach * np.array([0.08, -sign * 0.07, -0.08]) + lift * np.array([0.0, 0.0, 0.12])
+            offset = approach * np.array([0.05, -sign * 0.05, -0.06]) + lift * np.array([0.0, 0.0, 0.08])
             state[side] = ArmState(offset, 0.0, grasp_pose(0.85 * closure))
     else:
         raise ValueError(f"unknown motion {motion!r}; choose from {MOTIONS} or 'all'")

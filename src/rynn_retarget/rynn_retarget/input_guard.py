@@ -1,0 +1,178 @@
+"""Bad operator input -> defined behaviour, counted; never NaN out, never an exception.
+
+| input                               | behaviour                                   | counter              |
+|-------------------------------------|---------------------------------------------|----------------------|
+| stamp <= last accepted stamp        | frame dropped                               | out_of_order         |
+| frame that is not an OperatorFrame  | frame dropped                               | malformed_frames     |
+| tracker missing                     | last good pose of that tracker held         | missing_tracker      |
+| tracker NaN/inf or not a rigid pose | last good pose held                         | nonfinite_tracker    |
+| tracker moved > max_tracker_jump_m  | last good pose held; accepted after         | tracker_jump         |
+|   since the last accepted sample    |   ``jump_accept_after`` consistent samples  | jump_accepted        |
+| hand invalid / NaN / low confidence | last good hand held                         | invalid_hand         |
+|   / points beyond max_hand_extent_m |                                             |                      |
+| no accepted frame for stale_after_s | caller holds its last target                | stale (episodes)     |
+| IK residual above threshold         | best in-limit IK solution used (clamped)    | unreachable_{side}   |
+
+A tracker with no good pose yet makes that arm unusable (``arm_ready`` False)
+until one arrives; the pipeline then holds the arm's last command.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rynn_retarget.operator.frame import HAND_POINTS, TRACKER_NAMES, HandSkeleton, OperatorFrame
+
+
+@dataclass
+class InputGuardConfig:
+    max_tracker_jump_m: float = 0.15  # per sample; a human wrist moves < 3 cm in 8 ms
+    jump_accept_after: int = 12  # consecutive consistent samples before a jump is believed (re-localisation)
+    stale_after_s: float = 0.1
+    max_hand_extent_m: float = 0.35  # wrist-relative keypoints beyond this are garbage
+    min_hand_confidence: float = 0.3  # mean keypoint confidence
+
+
+COUNTER_NAMES = (
+    "accepted",
+    "out_of_order",
+    "malformed_frames",
+    "missing_tracker",
+    "nonfinite_tracker",
+    "tracker_jump",
+    "jump_accepted",
+    "invalid_hand",
+    "stale",
+    "unreachable_left",
+    "unreachable_right",
+    "nonfinite_solution",
+)
+
+
+@dataclass
+class CleanFrame:
+    """A frame whose every present tracker and hand is finite and plausible."""
+
+    stamp: float
+    trackers: dict = field(default_factory=dict)  # only trackers with a good pose so far
+    hands: dict = field(default_factory=dict)  # side -> (21, 3), only hands with a good skeleton so far
+
+    def arm_ready(self, side: str) -> bool:
+        return all(name in self.trackers for name in ("chest", f"{side}_wrist", f"{side}_upper_arm"))
+
+
+def is_rigid_pose(value) -> bool:
+    try:
+        matrix = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    if matrix.shape != (4, 4) or not np.all(np.isfinite(matrix)):
+        return False
+    rotation = matrix[:3, :3]
+    return bool(
+        np.allclose(matrix[3], [0.0, 0.0, 0.0, 1.0], atol=1e-6)
+        and np.allclose(rotation @ rotation.T, np.eye(3), atol=1e-3)
+        and np.linalg.det(rotation) > 0.0
+    )
+
+
+class InputGuard:
+    def __init__(self, config: InputGuardConfig | None = None):
+        self.config = config or InputGuardConfig()
+        self.counters = {name: 0 for name in COUNTER_NAMES}
+        self._last_stamp: float | None = None
+        self._last_accept_time: float | None = None
+        self._good_trackers: dict[str, np.ndarray] = {}
+        self._jump_candidates: dict[str, tuple[np.ndarray, int]] = {}
+        self._good_hands: dict[str, np.ndarray] = {}
+        self._stale = False
+
+    def accept(self, frame, now: float) -> CleanFrame | None:
+        """Clean ``frame`` received at ``now`` (monotonic s); None if dropped entirely."""
+        if not isinstance(frame, OperatorFrame) or not np.isfinite(_as_float(frame.stamp)):
+            self.counters["malformed_frames"] += 1
+            return None
+        if self._last_stamp is not None and frame.stamp <= self._last_stamp:
+            self.counters["out_of_order"] += 1
+            return None
+        self._last_stamp = float(frame.stamp)
+        self._last_accept_time = now
+        self._stale = False
+        self.counters["accepted"] += 1
+        trackers = frame.trackers if isinstance(frame.trackers, dict) else {}
+        for name in TRACKER_NAMES:
+            self._accept_tracker(name, trackers.get(name))
+        for side in ("left", "right"):
+            self._accept_hand(side, frame.hand(side))
+        return CleanFrame(
+            stamp=float(frame.stamp),
+            trackers={k: v.copy() for k, v in self._good_trackers.items()},
+            hands={k: v.copy() for k, v in self._good_hands.items()},
+        )
+
+    def check_stale(self, now: float) -> bool:
+        """True while no frame was accepted for ``stale_after_s``; counts each stale episode once."""
+        if self._last_accept_time is None or now - self._last_accept_time <= self.config.stale_after_s:
+            return False
+        if not self._stale:
+            self._stale = True
+            self.counters["stale"] += 1
+        return True
+
+    def count(self, name: str) -> None:
+        self.counters[name] += 1
+
+    def _accept_tracker(self, name: str, value) -> None:
+        if value is None:
+            self.counters["missing_tracker"] += 1
+            return
+        if not is_rigid_pose(value):
+            self.counters["nonfinite_tracker"] += 1
+            return
+        pose = np.asarray(value, dtype=np.float64)
+        previous = self._good_trackers.get(name)
+        limit = self.config.max_tracker_jump_m
+        if previous is not None and np.linalg.norm(pose[:3, 3] - previous[:3, 3]) > limit:
+            candidate = self._jump_candidates.get(name)
+            if candidate is not None and np.linalg.norm(pose[:3, 3] - candidate[0][:3, 3]) <= limit:
+                streak = candidate[1] + 1
+            else:
+                streak = 1
+            if streak < self.config.jump_accept_after:
+                self._jump_candidates[name] = (pose, streak)
+                self.counters["tracker_jump"] += 1
+                return
+            self.counters["jump_accepted"] += 1
+        self._jump_candidates.pop(name, None)
+        self._good_trackers[name] = pose
+
+    def _accept_hand(self, side: str, hand) -> None:
+        if not isinstance(hand, HandSkeleton) or not hand.valid:
+            self.counters["invalid_hand"] += 1
+            return
+        try:
+            points = np.asarray(hand.points, dtype=np.float64)
+            confidence = np.asarray(hand.confidence, dtype=np.float64)
+        except (TypeError, ValueError):
+            self.counters["invalid_hand"] += 1
+            return
+        if (
+            points.shape != (HAND_POINTS, 3)
+            or not np.all(np.isfinite(points))
+            or np.abs(points).max() > self.config.max_hand_extent_m
+            or confidence.shape != (HAND_POINTS,)
+            or not np.all(np.isfinite(confidence))
+            or confidence.mean() < self.config.min_hand_confidence
+        ):
+            self.counters["invalid_hand"] += 1
+            return
+        self._good_hands[side] = points - points[0]
+
+
+def _as_float(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
