@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from conftest import read_log, wait_until
+from ros_test_tools import read_log, wait_until
 
 pytestmark = pytest.mark.ros
 

@@ -2,7 +2,7 @@
 
 import subprocess
 
-from conftest import REPO_ROOT
+from ros_test_tools import REPO_ROOT
 
 
 def run_system_step(*packages: str) -> subprocess.CompletedProcess:
