@@ -1,0 +1,53 @@
+"""Resample irregularly arriving skeleton samples onto the model's fixed frame clock.
+
+Each model frame takes the newest sample stamped at or before its tick (faster input is thinned,
+slower input is held). If the model falls behind the input by more than a block, the clock jumps
+to the newest sample instead of replaying stale ones: the teleop loop always acts on the newest.
+"""
+
+from collections import deque
+
+
+class FrameClockResampler:
+    def __init__(self, fps: float, max_samples: int = 256):
+        if fps <= 0:
+            raise ValueError(f"fps must be positive, got {fps}")
+        self.period = 1.0 / fps
+        self._samples: deque = deque(maxlen=max_samples)
+        self._clock: float | None = None
+
+    def reset(self) -> None:
+        self._samples.clear()
+        self._clock = None
+
+    def __len__(self) -> int:
+        return len(self._samples)
+
+    def push(self, sample, stamp: float) -> None:
+        if self._samples and stamp < self._samples[-1][0]:
+            raise ValueError(f"sample stamps must not go backwards: {stamp} after {self._samples[-1][0]}")
+        self._samples.append((float(stamp), sample))
+
+    def take(self, count: int) -> list | None:
+        """The samples for the next `count` model frames, or None when nothing has arrived yet."""
+        if not self._samples:
+            return None
+        newest = self._samples[-1][0]
+        if self._clock is None:
+            self._clock = self._samples[0][0]
+        if newest - self._clock > count * self.period:  # behind: catch up so the block ends on the newest
+            self._clock = newest - (count - 1) * self.period
+        ticks = [self._clock + i * self.period for i in range(count)]
+        picked = [self._newest_at(t) for t in ticks]
+        self._clock = ticks[-1] + self.period
+        while len(self._samples) > 1 and self._samples[1][0] <= ticks[-1]:  # keep the held sample
+            self._samples.popleft()
+        return picked
+
+    def _newest_at(self, tick: float):
+        chosen = self._samples[0][1]
+        for stamp, sample in self._samples:
+            if stamp > tick + 1e-9:
+                break
+            chosen = sample
+        return chosen

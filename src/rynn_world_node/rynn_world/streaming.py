@@ -1,0 +1,171 @@
+"""StreamingWorldModel: reference image + live hand skeletons in, generated RGB frames out.
+
+Frame timing. The model runs on a fixed clock of `config.fps` (16) video frames per second.
+Video frame 0 is the reference image (latent frame 0, paired with a black = "no action" skeleton).
+Every later latent frame covers `temporal_compression` (4) video frames, so one step() consumes
+4 * block_frames skeleton frames taken from the resampled clock and returns 4 * block_frames RGB
+frames. Skeleton samples may arrive at any rate; the newest one at or before each tick is used.
+"""
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from . import flow_matching as fm
+from .frame_clock import FrameClockResampler
+from .image_input import to_model_rgb
+from .model.causal import CausalStudentSampler
+from .model.configs import WorldModelConfig
+from .model.transformer import RynnWorldTransformer
+from .model.vae import StreamingVAEDecoder, StreamingVAEEncoder, build_vae, rgb_to_tensor, tensor_to_rgb
+from .skeleton import CameraIntrinsics, SkeletonRenderer, SkeletonStyle
+
+STAGES = ("render", "encode", "dit", "decode", "total")
+
+
+@dataclass
+class StageTimings:
+    """Seconds spent per stage in the last step (`last`) and summed since reset (`total`)."""
+
+    last: dict = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+    total: dict = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+    frames: int = 0
+
+    def record(self, stage: str, seconds: float) -> None:
+        self.last[stage] = seconds
+        self.total[stage] += seconds
+
+    def per_frame_ms(self) -> dict:
+        return {k: 1000.0 * v / max(self.frames, 1) for k, v in self.total.items()}
+
+
+class StreamingWorldModel:
+    def __init__(
+        self,
+        config: WorldModelConfig,
+        transformer: RynnWorldTransformer | None = None,
+        vae=None,
+        intrinsics: CameraIntrinsics | None = None,
+        style: SkeletonStyle = SkeletonStyle(),
+        text_embeds: torch.Tensor | None = None,
+        device=None,
+        dtype=torch.float32,
+        seed: int = 0,
+        reanchor_every: int | None = None,
+    ):
+        """Random weights are used when no transformer / vae is given (tests, benchmarks)."""
+        self.config = config
+        self.device = torch.device(device) if device is not None else torch.device("cpu")
+        self.dtype = dtype
+        torch.manual_seed(seed)
+        if transformer is None:
+            transformer = RynnWorldTransformer(**config.transformer, null_text_tokens=config.null_text_tokens)
+        self.transformer = transformer.to(device=self.device, dtype=dtype).eval()
+        self.vae = build_vae(config.vae, self.device, dtype) if vae is None else vae.to(self.device, dtype).eval()
+        self.renderer = None if intrinsics is None else SkeletonRenderer(intrinsics.resized(config.width, config.height), style)
+        self.text_embeds = None if text_embeds is None else text_embeds.to(self.device, dtype)
+        self.frames_per_step = config.temporal_compression * config.block_frames
+        self.reanchor_every = reanchor_every
+        self.generator = torch.Generator(self.device).manual_seed(seed)
+        self.sampler = CausalStudentSampler(
+            self.transformer,
+            config.latent_size,
+            block_frames=config.block_frames,
+            window_blocks=config.window_blocks,
+            sigmas=fm.student_sigmas(config.denoising_list, config.shift),
+            generator=self.generator,
+        )
+        self.encoder = StreamingVAEEncoder(self.vae)
+        self.decoder = StreamingVAEDecoder(self.vae)
+        self.resampler = FrameClockResampler(config.fps)
+        self.timings = StageTimings()
+        self._null_skeleton = np.zeros((config.height, config.width, 3), dtype=np.uint8)
+        self._render_buffer = np.zeros((1, config.height, config.width, 3), dtype=np.uint8)
+        self._last_frame: np.ndarray | None = None
+        self._frames_since_anchor = 0
+        self._ready = False
+
+    # ---- stream control ---------------------------------------------------------------------
+
+    def reset(self, reference_rgb) -> None:
+        """Start (or re-anchor) a stream on a reference image (any size; gray/RGBA converted)."""
+        image = to_model_rgb(reference_rgb, self.config.height, self.config.width, "reference image")
+        self.encoder.reset()
+        self.decoder.reset()
+        self.resampler.reset()
+        with torch.no_grad():
+            ref_latent = StreamingVAEEncoder(self.vae).push(rgb_to_tensor(image[None], self.device, self.dtype))
+            null_control = self.encoder.push(rgb_to_tensor(self._null_skeleton[None], self.device, self.dtype))
+            self.sampler.start(ref_latent, null_control, self.text_embeds)
+            self.decoder.push(ref_latent)  # primes the causal decoder with the reference frame
+        self.timings = StageTimings()
+        self._last_frame = image
+        self._frames_since_anchor = 0
+        self._ready = True
+
+    def push_skeleton(self, skeleton, stamp: float | None = None, forearms=None, valid=None) -> None:
+        """Queue one skeleton sample: (2, 21, 3) camera-frame joints or an already rendered HxWx3 image.
+
+        stamp: seconds on any monotonic clock; defaults to the arrival time.
+        """
+        if not self._ready:
+            raise RuntimeError("StreamingWorldModel.reset(reference_rgb) must be called before push_skeleton()")
+        array = np.asarray(skeleton)
+        if array.shape == (2, 21, 3):
+            if self.renderer is None:
+                raise ValueError("joint input needs camera intrinsics; pass intrinsics= or push rendered images")
+            sample = ("joints", array, forearms, valid)
+        else:
+            sample = ("image", to_model_rgb(array, self.config.height, self.config.width, "skeleton image"))
+        self.resampler.push(sample, time.monotonic() if stamp is None else stamp)
+
+    def step(self) -> np.ndarray:
+        """Generate the next 4 * block_frames video frames, (n, H, W, 3) uint8 RGB."""
+        if not self._ready:
+            raise RuntimeError("StreamingWorldModel.reset(reference_rgb) must be called before step()")
+        if self.reanchor_every is not None and self._frames_since_anchor >= self.reanchor_every:
+            self.reset(self._last_frame)
+        start = time.perf_counter()
+        skeletons = self._render(self.resampler.take(self.frames_per_step))
+        t_render = time.perf_counter()
+        with torch.no_grad():
+            control = self.encoder.push(rgb_to_tensor(skeletons, self.device, self.dtype))
+            self._sync()
+            t_encode = time.perf_counter()
+            latents = self.sampler.next_block(control)
+            self._sync()
+            t_dit = time.perf_counter()
+            frames = tensor_to_rgb(self.decoder.push(latents))
+        t_end = time.perf_counter()
+        for stage, seconds in zip(STAGES, (t_render - start, t_encode - t_render, t_dit - t_encode, t_end - t_dit, t_end - start)):
+            self.timings.record(stage, seconds)
+        self.timings.frames += frames.shape[0]
+        self._frames_since_anchor += frames.shape[0]
+        self._last_frame = frames[-1]
+        return frames
+
+    # ---- helpers ----------------------------------------------------------------------------
+
+    def _render(self, samples) -> np.ndarray:
+        if samples is None:
+            return np.repeat(self._null_skeleton[None], self.frames_per_step, axis=0)
+        frames = np.empty((len(samples), self.config.height, self.config.width, 3), dtype=np.uint8)
+        for i, sample in enumerate(samples):
+            if sample[0] == "image":
+                frames[i] = sample[1]
+                continue
+            _, joints, forearms, valid = sample
+            self.renderer.render(joints[None], None if forearms is None else np.asarray(forearms)[None],
+                                 None if valid is None else np.asarray(valid)[None], out=self._render_buffer)
+            frames[i] = self._render_buffer[0]
+        return frames
+
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    @property
+    def kv_cache_bytes(self) -> int:
+        return self.sampler.cache.nbytes
