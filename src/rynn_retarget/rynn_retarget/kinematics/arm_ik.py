@@ -24,6 +24,7 @@ class ArmIkConfig:
     orientation_tolerance: float = 1e-3  # rad
     max_step: float = 0.4  # rad, largest joint change in one DLS step (keeps far starts stable)
     nullspace_weights: tuple = (0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0)  # paper: w = 0.5 on the shoulder
+    nullspace_tolerance: float = 2e-3  # rad; the prior keeps iterating until its step is this small
     elbow_iterations: int = 3  # Gauss-Newton steps of the 3x2 shoulder partial IK
     restarts: int = 0  # extra solves from seeded random joint configurations when one does not converge
     restart_seed: int = 0
@@ -103,16 +104,19 @@ class ArmIkSolver:
             current, jacobian = chain.ee_jacobian(q)
             error[:3] = target_position - current.translation
             error[3:] = pin.log3(target_rotation @ current.rotation.T)
-            if (
+            task_done = (
                 np.linalg.norm(error[:3]) < cfg.position_tolerance
                 and np.linalg.norm(error[3:]) < cfg.orientation_tolerance
-            ):
-                iterations -= 1
-                break
+            )
             pinv = damped_pseudo_inverse(jacobian, cfg.lambda_min)
             step = pinv @ error
             if q_ref is not None:
-                step += (self._identity - pinv @ jacobian) @ (self._weights * (q_ref - q))
+                posture = (self._identity - pinv @ jacobian) @ (self._weights * (q_ref - q))
+                step += posture
+                task_done = task_done and np.abs(posture).max() < cfg.nullspace_tolerance
+            if task_done:
+                iterations -= 1
+                break
             largest = np.abs(step).max()
             if largest > cfg.max_step:
                 step *= cfg.max_step / largest

@@ -1,0 +1,71 @@
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rynn_retarget.kinematics.hand_retarget import TIPS, HandRetargetConfig, HandRetargeter
+from rynn_retarget.kinematics.robot_model import build_hand_chain, load_model
+from rynn_retarget.operator.hand_model import grasp_pose, keypoints, pinch_pose
+
+WUJI_RIGHT = Path("/work/shared/robots/wuji_hand_description/urdf/right.urdf")
+
+
+def fingertip_error(chain, q, skeleton):
+    return np.linalg.norm(chain.keypoints(q)[list(TIPS)] - skeleton[list(TIPS)], axis=1)
+
+
+def check_retargets_robot_skeletons(chain):
+    """Skeletons made by the hand's own FK are reproduced (vectors are exactly reachable)."""
+    retargeter = HandRetargeter(chain, HandRetargetConfig(iterations=40, ema_alpha=1.0))
+    rng = np.random.default_rng(3)
+    mid = (chain.lower + chain.upper) / 2
+    errors = []
+    for _ in range(10):
+        q_true = np.clip(mid + rng.uniform(-0.35, 0.35, 20), chain.lower, chain.upper)
+        retargeter.reset()
+        q = retargeter.solve(chain.keypoints(q_true))
+        assert np.all(q >= chain.lower - 1e-12) and np.all(q <= chain.upper + 1e-12)
+        errors.append(fingertip_error(chain, q, chain.keypoints(q_true)).max())
+    assert np.median(errors) < 0.003
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_project_hand_reproduces_its_own_skeletons(robot_model, side):
+    check_retargets_robot_skeletons(build_hand_chain(robot_model, side))
+
+
+@pytest.mark.skipif(not WUJI_RIGHT.exists(), reason="vendor WUJI description not present")
+def test_real_wuji_urdf_reproduces_its_own_skeletons():
+    check_retargets_robot_skeletons(build_hand_chain(load_model(WUJI_RIGHT), "right"))
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_hand_closes_when_the_human_hand_closes(robot_model, side):
+    chain = build_hand_chain(robot_model, side)
+    retargeter = HandRetargeter(chain)
+    flexion = {}
+    for closure in (0.0, 1.0):
+        retargeter.reset()
+        for _ in range(30):
+            q = retargeter.retarget(keypoints(grasp_pose(closure), side))
+        flexion[closure] = q[[4, 6, 8, 10, 12, 14, 16, 18]].mean()  # fingers 2-5, joints 1 and 3
+        assert fingertip_error(chain, q, keypoints(grasp_pose(closure), side)).max() < 0.045
+    assert flexion[1.0] > flexion[0.0] + 0.8
+
+
+def test_pinch_brings_thumb_and_index_together(robot_model):
+    chain = build_hand_chain(robot_model, "right")
+    retargeter = HandRetargeter(chain)
+    for _ in range(30):
+        q = retargeter.retarget(keypoints(pinch_pose(1.0), "right"))
+    points = chain.keypoints(q)
+    assert np.linalg.norm(points[4] - points[8]) < 0.025
+
+
+def test_ema_filters_a_step(robot_model):
+    chain = build_hand_chain(robot_model, "right")
+    retargeter = HandRetargeter(chain, HandRetargetConfig(ema_alpha=0.5))
+    closed = keypoints(grasp_pose(1.0), "right")
+    first = retargeter.retarget(closed)
+    raw = retargeter._solution
+    assert np.allclose(first, 0.5 * raw + 0.5 * np.clip(np.zeros(20), chain.lower, chain.upper), atol=1e-9)
