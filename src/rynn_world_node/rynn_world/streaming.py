@@ -62,8 +62,8 @@ class StreamingWorldModel:
         torch.manual_seed(seed)
         if transformer is None:
             transformer = RynnWorldTransformer(**config.transformer, null_text_tokens=config.null_text_tokens)
-        self.transformer = transformer.to(device=self.device, dtype=dtype).eval()
-        self.vae = build_vae(config.vae, self.device, dtype) if vae is None else vae.to(self.device, dtype).eval()
+        self.transformer = _placed(transformer, self.device, dtype)
+        self.vae = _placed(build_vae(config.vae) if vae is None else vae, self.device, dtype)
         self.renderer = None if intrinsics is None else SkeletonRenderer(intrinsics.resized(config.width, config.height), style)
         self.text_embeds = None if text_embeds is None else text_embeds.to(self.device, dtype)
         self.frames_per_step = config.temporal_compression * config.block_frames
@@ -169,3 +169,11 @@ class StreamingWorldModel:
     @property
     def kv_cache_bytes(self) -> int:
         return self.sampler.cache.nbytes
+
+
+def _placed(model, device, dtype):
+    """Move to device; cast only when the dtype differs (diffusers warns on no-op casts)."""
+    model = model.to(device)
+    if model.dtype != dtype:
+        model = model.to(dtype)
+    return model.eval()

@@ -133,7 +133,7 @@ CONFIGS = {
     # The embedded CPU demo: streams >= 16 FPS at 128x208 on two cores (see benchmarks/).
     "embedded_cpu": WorldModelConfig(
         name="embedded_cpu",
-        transformer=_small_transformer(z_dim=16, heads=4, head_dim=24, layers=4, text_dim=64),
+        transformer=_small_transformer(z_dim=16, heads=4, head_dim=16, layers=3, text_dim=64),
         vae=_small_vae(base_dim=8, z_dim=16),
         height=128,
         width=208,
