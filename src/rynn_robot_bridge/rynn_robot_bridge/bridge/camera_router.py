@@ -1,0 +1,100 @@
+"""Forward camera frames from the active source only, switch sources atomically, detect stalls.
+
+Consumers subscribe once to the canonical camera topics and must not be able
+to tell which robot produced a frame. So the router
+
+* publishes a frame only while its source is the active one, holding one lock
+  across "is this source active?" and the publish: once ``switch()`` returns,
+  no frame of the old source can be published any more;
+* passes frames through untouched: it never restamps, repeats or fills in a
+  frame, so a stalled source makes the canonical topic go quiet (and the
+  stall is reported) instead of showing a stale scene as live;
+* rejects frames whose encoding, size or frame id differ from the canonical
+  format, and frames whose stamp does not advance (a repeated or reordered frame).
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+from rynn_robot_bridge.bridge.mode import Mode
+
+
+@dataclass(frozen=True)
+class FrameFormat:
+    encoding: str
+    width: int
+    height: int
+    frame_id: str
+
+
+class Routed(enum.Enum):
+    """What happened to an offered frame; everything but FORWARDED is counted by the node."""
+
+    FORWARDED = "forwarded"
+    INACTIVE_SOURCE = "inactive_source"
+    WRONG_FORMAT = "wrong_format"
+    STAMP_NOT_ADVANCING = "stamp_not_advancing"
+
+
+class CameraRouter:
+    """Times are seconds on one monotonic clock; stamps are the frames' own header stamps in ns."""
+
+    def __init__(self, active: Mode, canonical: FrameFormat, stall_timeout_s: float, now: float):
+        self.canonical = canonical
+        self.stall_timeout_s = float(stall_timeout_s)
+        self._lock = threading.Lock()
+        self._active = active
+        self._active_since = now
+        self._last_frame_time: dict[Mode, float] = {}
+        self._last_stamp_ns: dict[Mode, int] = {}
+
+    @property
+    def active(self) -> Mode:
+        return self._active
+
+    def switch(self, source: Mode, now: float) -> None:
+        """Make ``source`` the active one; waits for a publish in progress to finish first."""
+        with self._lock:
+            if source == self._active:
+                return
+            self._active = source
+            self._active_since = now
+
+    def offer_image(self, source: Mode, stamp_ns: int, frame: FrameFormat, now: float, publish: Callable[[], None]) -> Routed:
+        """Publish (by calling ``publish``) a frame of ``source`` if it is active and well-formed."""
+        with self._lock:
+            if source != self._active:
+                return Routed.INACTIVE_SOURCE
+            if frame != self.canonical:
+                return Routed.WRONG_FORMAT
+            if stamp_ns <= self._last_stamp_ns.get(source, -1):
+                return Routed.STAMP_NOT_ADVANCING
+            self._last_stamp_ns[source] = stamp_ns
+            self._last_frame_time[source] = now
+            publish()
+            return Routed.FORWARDED
+
+    def offer_info(self, source: Mode, publish: Callable[[], None]) -> Routed:
+        """Camera info follows the same gate as the images (no liveness or stamp rules)."""
+        with self._lock:
+            if source != self._active:
+                return Routed.INACTIVE_SOURCE
+            publish()
+            return Routed.FORWARDED
+
+    def stall(self, now: float) -> str | None:
+        """A description of the active source's stall, or None while frames keep coming.
+
+        A source that has just become active gets one timeout to deliver its first frame.
+        """
+        with self._lock:
+            source = self._active
+            last = max(self._last_frame_time.get(source, self._active_since), self._active_since)
+        silent = now - last
+        if silent <= self.stall_timeout_s:
+            return None
+        return f"{source.label} camera stalled: no frame for {silent * 1e3:.0f} ms (timeout {self.stall_timeout_s * 1e3:.0f} ms)"

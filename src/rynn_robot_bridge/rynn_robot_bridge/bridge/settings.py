@@ -1,0 +1,66 @@
+"""The bridge's own settings (config/bridge.yaml); the LCM link comes from config/robot.yaml.
+
+The node declares every field here as a ROS parameter whose default is the
+file's value, so the YAML stays the one source of truth and ``-p`` or a launch
+file can still override any of them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rynn_retarget.config_io import from_dict, load_yaml
+from rynn_robot_bridge.bridge.transition import TransitionLimits
+
+CONFIG_ENV = "RYNN_BRIDGE_CONFIG"
+
+
+@dataclass(frozen=True)
+class BridgeSettings:
+    start_mode: str = "real"
+    urdf_path: str = ""  # empty: rynn_retarget's packaged URDF (joint limits)
+    action_timeout_ms: float = 100.0  # no fresh /rynn/action for this long: the real robot holds
+    state_timeout_ms: float = 100.0  # no LCM state for this long: fault, hold
+    camera_stall_timeout_ms: float = 500.0  # active camera source silent this long: fault
+    velocity_scale: float = 1.0  # fraction of the URDF velocity limits allowed per command step
+    joint_state_rate_hz: float = 100.0
+    status_rate_hz: float = 10.0
+    image_topic: str = "/camera/camera/color/image_raw"
+    camera_info_topic: str = "/camera/camera/color/camera_info"
+    real_image_topic: str = "/rynn/real/camera/color/image_raw"
+    real_camera_info_topic: str = "/rynn/real/camera/color/camera_info"
+    digital_image_topic: str = "/rynn/digital/camera/color/image_raw"
+    digital_camera_info_topic: str = "/rynn/digital/camera/color/camera_info"
+    camera_encoding: str = "rgb8"
+    camera_width: int = 640
+    camera_height: int = 480
+    camera_frame_id: str = "camera_color_optical_frame"
+    transition: TransitionLimits = field(default_factory=TransitionLimits)
+
+
+def default_config_path() -> Path | None:
+    """``$RYNN_BRIDGE_CONFIG``, else the repository's config/bridge.yaml, else the installed copy."""
+    if os.environ.get(CONFIG_ENV):
+        return Path(os.environ[CONFIG_ENV])
+    source_tree = Path(__file__).resolve().parents[4] / "config" / "bridge.yaml"
+    if source_tree.is_file():
+        return source_tree
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        installed = Path(get_package_share_directory("rynn_world")) / "config" / "bridge.yaml"
+        return installed if installed.is_file() else None
+    except (ImportError, LookupError):
+        return None
+
+
+def load_bridge_settings(path: str | Path | None = None) -> BridgeSettings:
+    """Settings from ``path`` (or the default file); unknown keys are an error, missing keys keep defaults."""
+    path = Path(path) if path else default_config_path()
+    if path is None:
+        return BridgeSettings()
+    if not path.is_file():
+        raise FileNotFoundError(f"bridge config not found: {path}")
+    return from_dict(BridgeSettings, load_yaml(path))

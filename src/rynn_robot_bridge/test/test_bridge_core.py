@@ -1,0 +1,328 @@
+"""The bridge's ROS-free core: modes, camera routing, limits, watchdog, safe transition, commander."""
+
+import threading
+
+import numpy as np
+import pytest
+
+from rynn_retarget.action_layout import ACTION_DIM, LEFT_ARM, joint_names
+from rynn_robot_bridge.bridge.camera_router import CameraRouter, FrameFormat, Routed
+from rynn_robot_bridge.bridge.command_limiter import ActionInbox, CommandLimiter
+from rynn_robot_bridge.bridge.commander import Phase, RobotCommander
+from rynn_robot_bridge.bridge.joint_limits import JointLimits, joint_limits_from_urdf
+from rynn_robot_bridge.bridge.mode import Mode
+from rynn_robot_bridge.bridge.settings import BridgeSettings, load_bridge_settings
+from rynn_robot_bridge.bridge.transition import SafeTransition, TransitionLimits
+
+RATE = 200.0
+DT = 1.0 / RATE
+CANONICAL = FrameFormat("rgb8", 640, 480, "camera_color_optical_frame")
+
+
+@pytest.fixture(scope="module")
+def limits() -> JointLimits:
+    return joint_limits_from_urdf()
+
+
+# --- mode ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value, expected", [("real", Mode.REAL), (" Digital ", Mode.DIGITAL), (0, Mode.REAL),
+                                             (1, Mode.DIGITAL), ("1", Mode.DIGITAL), (Mode.REAL, Mode.REAL)])
+def test_mode_parses_names_and_numbers(value, expected):
+    assert Mode.parse(value) is expected
+
+
+@pytest.mark.parametrize("value", ["simulated", "", 2, -1, True, None, 0.0])
+def test_invalid_mode_is_a_clear_error(value):
+    with pytest.raises(ValueError, match=r"invalid mode .*expected one of real \(0\), digital \(1\)"):
+        Mode.parse(value)
+
+
+def test_mode_values_match_the_interface_constants():
+    msgs = pytest.importorskip("rynn_teleop_msgs.msg")
+    srv = pytest.importorskip("rynn_teleop_msgs.srv")
+    assert (Mode.REAL, Mode.DIGITAL) == (msgs.TeleopStatus.MODE_REAL, msgs.TeleopStatus.MODE_DIGITAL)
+    assert (Mode.REAL, Mode.DIGITAL) == (srv.SetMode.Request.MODE_REAL, srv.SetMode.Request.MODE_DIGITAL)
+
+
+# --- camera router ------------------------------------------------------------------------
+
+
+def test_router_forwards_only_the_active_source_and_switches():
+    router = CameraRouter(Mode.REAL, CANONICAL, stall_timeout_s=0.5, now=0.0)
+    published = []
+    offer = lambda source, stamp: router.offer_image(source, stamp, CANONICAL, 0.1, lambda: published.append((source, stamp)))
+    assert offer(Mode.REAL, 1) is Routed.FORWARDED
+    assert offer(Mode.DIGITAL, 1) is Routed.INACTIVE_SOURCE
+    router.switch(Mode.DIGITAL, now=0.2)
+    assert offer(Mode.REAL, 2) is Routed.INACTIVE_SOURCE
+    assert offer(Mode.DIGITAL, 2) is Routed.FORWARDED
+    assert published == [(Mode.REAL, 1), (Mode.DIGITAL, 2)]
+    assert router.offer_info(Mode.REAL, lambda: published.append("info")) is Routed.INACTIVE_SOURCE
+    assert router.offer_info(Mode.DIGITAL, lambda: published.append("info")) is Routed.FORWARDED
+    assert published[-1] == "info"
+
+
+def test_no_frame_of_the_old_source_is_published_after_switch_returns():
+    router = CameraRouter(Mode.REAL, CANONICAL, stall_timeout_s=0.5, now=0.0)
+    switched = threading.Event()
+    late_real_frames = []
+    stop = threading.Event()
+
+    def publish_real():
+        if switched.is_set():
+            late_real_frames.append(1)
+
+    def hammer_real():
+        stamp = 0
+        while not stop.is_set():
+            stamp += 1
+            router.offer_image(Mode.REAL, stamp, CANONICAL, 0.0, publish_real)
+
+    worker = threading.Thread(target=hammer_real)
+    worker.start()
+    try:
+        for _ in range(2000):  # let the worker get going, then switch under contention
+            router.offer_image(Mode.DIGITAL, 1, CANONICAL, 0.0, lambda: None)
+        router.switch(Mode.DIGITAL, now=0.0)
+        switched.set()
+        threading.Event().wait(0.05)
+    finally:
+        stop.set()
+        worker.join()
+    assert late_real_frames == []
+
+
+def test_router_rejects_other_formats_and_frames_whose_stamp_does_not_advance():
+    router = CameraRouter(Mode.DIGITAL, CANONICAL, stall_timeout_s=0.5, now=0.0)
+    publish = lambda: None
+    assert router.offer_image(Mode.DIGITAL, 10, FrameFormat("bgr8", 640, 480, CANONICAL.frame_id), 0.0, publish) is Routed.WRONG_FORMAT
+    assert router.offer_image(Mode.DIGITAL, 10, FrameFormat("rgb8", 832, 480, CANONICAL.frame_id), 0.0, publish) is Routed.WRONG_FORMAT
+    assert router.offer_image(Mode.DIGITAL, 10, FrameFormat("rgb8", 640, 480, "camera_link"), 0.0, publish) is Routed.WRONG_FORMAT
+    assert router.offer_image(Mode.DIGITAL, 10, CANONICAL, 0.0, publish) is Routed.FORWARDED
+    assert router.offer_image(Mode.DIGITAL, 10, CANONICAL, 0.0, publish) is Routed.STAMP_NOT_ADVANCING  # repeated
+    assert router.offer_image(Mode.DIGITAL, 9, CANONICAL, 0.0, publish) is Routed.STAMP_NOT_ADVANCING  # reordered
+    assert router.offer_image(Mode.DIGITAL, 11, CANONICAL, 0.0, publish) is Routed.FORWARDED
+
+
+def test_stall_of_the_active_source_is_reported_and_a_new_source_gets_one_timeout():
+    router = CameraRouter(Mode.REAL, CANONICAL, stall_timeout_s=0.5, now=0.0)
+    assert router.stall(now=0.5) is None
+    assert router.stall(now=0.6) == "real camera stalled: no frame for 600 ms (timeout 500 ms)"
+    router.offer_image(Mode.REAL, 1, CANONICAL, 1.0, lambda: None)
+    assert router.stall(now=1.4) is None
+    router.switch(Mode.DIGITAL, now=2.0)
+    assert router.stall(now=2.3) is None
+    assert router.stall(now=2.7).startswith("digital camera stalled: no frame for 700 ms")
+    router.offer_image(Mode.DIGITAL, 1, CANONICAL, 2.8, lambda: None)
+    assert router.stall(now=3.0) is None
+
+
+# --- joint limits and command limiting ----------------------------------------------------
+
+
+def test_joint_limits_come_from_the_urdf(limits):
+    names = joint_names()
+    i = names.index("left_arm_joint1")
+    assert (limits.lower[i], limits.upper[i], limits.velocity[i]) == (-3.0, 0.9, 2.6)
+    i = names.index("left_arm_joint2")
+    assert (limits.lower[i], limits.upper[i]) == (-0.35, 2.6)
+    assert limits.lower.shape == limits.upper.shape == limits.velocity.shape == (ACTION_DIM,)
+
+
+def test_urdf_without_the_action_joints_is_refused(tmp_path):
+    urdf = tmp_path / "one_joint.urdf"
+    urdf.write_text(
+        '<robot name="r"><link name="a"/><link name="b"/>'
+        '<joint name="left_arm_joint1" type="revolute"><parent link="a"/><child link="b"/>'
+        '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>'
+    )
+    with pytest.raises(ValueError, match="left_arm_joint2"):
+        joint_limits_from_urdf(urdf)
+
+
+def test_limiter_clamps_to_joint_limits_and_per_step_velocity(limits):
+    limiter = CommandLimiter(limits, RATE, velocity_scale=0.5)
+    limiter.reset(np.zeros(ACTION_DIM))
+    target = np.zeros(ACTION_DIM)
+    target[0] = 10.0  # left_arm_joint1: upper 0.9, 2.6 rad/s
+    target[1] = -1.0  # left_arm_joint2: lower -0.35
+    first = limiter.step(target)
+    assert first[0] == pytest.approx(2.6 * 0.5 / RATE)  # 0.0065 rad per 5 ms
+    assert first[1] == pytest.approx(-2.6 * 0.5 / RATE)
+    assert limiter.velocity[0] == pytest.approx(1.3)
+    for _ in range(400):
+        settled = limiter.step(target)
+    assert settled[0] == pytest.approx(0.9) and settled[1] == pytest.approx(-0.35)
+    assert limiter.velocity[0] == 0.0
+
+
+def test_limiter_reset_clamps_the_start_into_the_limits(limits):
+    limiter = CommandLimiter(limits, RATE)
+    start = np.zeros(ACTION_DIM)
+    start[0] = 5.0
+    assert limiter.reset(start)[0] == 0.9
+
+
+def test_action_inbox_rejects_bad_actions_and_goes_stale():
+    inbox = ActionInbox(stale_after_s=0.1)
+    assert inbox.submit(np.zeros(ACTION_DIM - 1), now=0.0) == "wrong_size"
+    bad = np.zeros(ACTION_DIM)
+    bad[5] = np.nan
+    assert inbox.submit(bad, now=0.0) == "non_finite"
+    bad[5] = np.inf
+    assert inbox.submit(bad, now=0.0) == "non_finite"
+    assert inbox.fresh(now=0.0) is None and inbox.newest is None
+    assert inbox.submit(np.full(ACTION_DIM, 0.1), now=1.0) is None
+    assert inbox.fresh(now=1.09) is not None
+    assert inbox.fresh(now=1.11) is None
+    assert inbox.newest[0] == 0.1
+
+
+# --- Ruckig transition --------------------------------------------------------------------
+
+
+def test_transition_reaches_the_target_within_the_reduced_limits(limits):
+    reduced = TransitionLimits(arm_velocity=0.5, arm_acceleration=1.0, arm_jerk=5.0,
+                               hand_velocity=1.0, hand_acceleration=4.0, hand_jerk=40.0)
+    start = limits.clamp(np.zeros(ACTION_DIM))
+    target = start.copy()
+    target[LEFT_ARM] += np.array([0.4, 0.3, 0.2, -0.3, 0.1, 0.2, -0.2])
+    target = limits.clamp(target)
+    approach = SafeTransition(reduced, limits, RATE, start)
+    path = [start]
+    while not approach.done and len(path) < 10 * RATE:
+        path.append(approach.step(target))
+    path = np.array(path)
+    velocity = np.diff(path, axis=0) / DT
+    acceleration = np.diff(velocity, axis=0) / DT
+    assert approach.done and np.abs(path[-1] - target).max() <= reduced.arrival_tolerance_rad
+    assert np.abs(velocity[:, LEFT_ARM]).max() <= 0.5 + 1e-6
+    assert np.abs(acceleration[:, LEFT_ARM]).max() <= 1.0 + 1e-3
+    assert 1.0 < len(path) * DT < 4.0  # 0.4 rad with v=0.5, a=1, j=5: about 2 s, not a jump
+    assert np.abs(np.diff(path, axis=0)).max() < 0.5 * DT + 1e-9
+
+
+def test_transition_clamps_an_out_of_limit_target(limits):
+    approach = SafeTransition(TransitionLimits(), limits, RATE, np.zeros(ACTION_DIM))
+    target = np.zeros(ACTION_DIM)
+    target[0] = 1.5  # above left_arm_joint1's 0.9
+    for _ in range(int(6 * RATE)):
+        position = approach.step(target)
+    assert approach.done and position[0] == pytest.approx(0.9, abs=0.005)
+
+
+# --- commander ----------------------------------------------------------------------------
+
+
+def make_commander(limits, mode=Mode.REAL) -> RobotCommander:
+    return RobotCommander(mode, limits, RATE, action_timeout_s=0.1, state_timeout_s=0.1,
+                          transition_limits=TransitionLimits(), velocity_scale=1.0)
+
+
+def test_real_mode_sends_nothing_without_robot_state_and_holds_without_actions(limits):
+    commander = make_commander(limits)
+    assert commander.cycle(0.0) is None
+    measured = limits.clamp(np.full(ACTION_DIM, 0.2))
+    commander.update_measured(measured, now=0.0)
+    hold = commander.cycle(0.01)
+    assert hold.hold and np.array_equal(hold.position, measured)
+    assert commander.faults(0.01) == {"actions": "no fresh action for 100 ms: real robot holding"}
+
+
+def test_real_mode_approaches_from_the_measured_pose_then_tracks(limits):
+    commander = make_commander(limits)
+    measured = limits.clamp(np.zeros(ACTION_DIM))
+    target = measured.copy()
+    target[LEFT_ARM] += 0.2
+    target = limits.clamp(target)
+    now = 0.0
+    commander.update_measured(measured, now)
+    commander.submit_action(target, now)
+    first = commander.cycle(now)
+    assert not first.hold and commander.phase is Phase.APPROACHING
+    assert np.abs(first.position - measured).max() < 1e-3  # starts where the robot is: no jump
+    sent = [first.position]
+    while commander.phase is Phase.APPROACHING and now < 5.0:
+        now += DT
+        commander.update_measured(sent[-1], now)
+        commander.submit_action(target, now)
+        sent.append(commander.cycle(now).position)
+    assert commander.phase is Phase.TRACKING and commander.approaches == 1
+    steps = np.abs(np.diff(np.array(sent), axis=0))
+    assert steps[:, LEFT_ARM].max() <= 0.5 * DT + 1e-9  # the reduced arm velocity, not the URDF's 2.6 rad/s
+    now += DT
+    commander.update_measured(sent[-1], now)
+    commander.submit_action(target, now)
+    np.testing.assert_allclose(commander.cycle(now).position, target, atol=1e-9)
+
+
+def test_stale_actions_hold_and_fresh_ones_restart_with_an_approach(limits):
+    commander = make_commander(limits)
+    measured = limits.clamp(np.zeros(ACTION_DIM))
+    commander.update_measured(measured, 0.0)
+    commander.submit_action(measured, 0.0)
+    assert not commander.cycle(0.0).hold
+    commander.update_measured(measured, 0.2)
+    held = commander.cycle(0.2)  # last action 200 ms old > 100 ms
+    assert held.hold and commander.watchdog_trips == 1 and commander.phase is Phase.HOLDING
+    commander.submit_action(measured, 0.21)
+    assert not commander.cycle(0.21).hold
+    assert commander.approaches == 2 and commander.phase in (Phase.APPROACHING, Phase.TRACKING)
+
+
+def test_silent_robot_state_holds_and_is_a_fault(limits):
+    commander = make_commander(limits)
+    measured = limits.clamp(np.zeros(ACTION_DIM))
+    commander.update_measured(measured, 0.0)
+    commander.submit_action(measured, 0.25)
+    assert commander.cycle(0.25).hold
+    assert commander.faults(0.25)["robot_state"] == "robot LCM state silent for 250 ms (timeout 100 ms)"
+
+
+def test_digital_mode_never_commands_and_reports_the_limited_virtual_state(limits):
+    commander = make_commander(limits)
+    measured = limits.clamp(np.full(ACTION_DIM, 0.1))
+    commander.update_measured(measured, 0.0)
+    assert commander.request_mode(Mode.DIGITAL, 0.0) == (True, "switched to digital: no commands reach the real robot")
+    np.testing.assert_array_equal(commander.virtual_state()[0], measured)  # starts at the robot's pose
+    target = measured.copy()
+    target[0] = 10.0
+    for i in range(1, 401):
+        commander.submit_action(target, i * DT)
+        assert commander.cycle(i * DT) is None
+        position, velocity = commander.virtual_state()
+        if i == 1:
+            assert position[0] == pytest.approx(0.1 + 2.6 * DT) and velocity[0] == pytest.approx(2.6)
+    assert position[0] == pytest.approx(0.9)  # clamped to left_arm_joint1's upper limit
+    assert "actions" not in commander.faults(2.0)
+
+
+def test_switch_to_real_is_refused_while_the_robot_state_is_unknown_or_silent(limits):
+    commander = make_commander(limits, mode=Mode.DIGITAL)
+    ok, message = commander.request_mode(Mode.REAL, 0.0)
+    assert not ok and message == "refusing to switch to real: robot state unknown: no LCM state received yet"
+    commander.update_measured(np.zeros(ACTION_DIM), 1.0)
+    ok, message = commander.request_mode(Mode.REAL, 1.5)
+    assert not ok and "robot LCM state silent for 500 ms" in message and commander.mode is Mode.DIGITAL
+    commander.update_measured(np.zeros(ACTION_DIM), 1.5)
+    commander.submit_action(np.zeros(ACTION_DIM), 1.5)
+    ok, message = commander.request_mode(Mode.REAL, 1.5)
+    assert ok and message.startswith("switched to real; approaching the operator command")
+    assert commander.mode is Mode.REAL and commander.phase is Phase.HOLDING
+    assert commander.request_mode(Mode.REAL, 1.5) == (True, "already in real mode")
+
+
+# --- settings -----------------------------------------------------------------------------
+
+
+def test_bridge_yaml_loads_and_unknown_keys_are_errors(tmp_path):
+    settings = load_bridge_settings()
+    assert settings.start_mode == "real" and settings.image_topic == "/camera/camera/color/image_raw"
+    assert settings.transition.arm_velocity == 0.5 and isinstance(settings.transition, TransitionLimits)
+    assert settings == BridgeSettings()  # the file and the code defaults agree
+    bad = tmp_path / "bridge.yaml"
+    bad.write_text("action_timeout: 1\n")
+    with pytest.raises(ValueError, match="action_timeout"):
+        load_bridge_settings(bad)
