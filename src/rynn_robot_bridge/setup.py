@@ -18,6 +18,7 @@ setup(
     license="Apache-2.0",
     entry_points={
         "console_scripts": [
+            "bridge_node = rynn_robot_bridge.nodes.bridge_node:main",
         ],
     },
 )

@@ -12,6 +12,13 @@ import time
 from typing import Callable
 
 
+def next_deadline(previous: float, now: float, period: float) -> tuple[float, int]:
+    """(the deadline after ``previous``, periods skipped): whole periods already past are skipped, not run in a burst."""
+    deadline = previous + period
+    whole_periods_late = max(0, int((now - deadline) / period))
+    return deadline + whole_periods_late * period, whole_periods_late
+
+
 class FixedRateThread:
     def __init__(self, rate_hz: float, tick: Callable[[float], None], name: str):
         self.period_s = 1.0 / rate_hz
@@ -32,9 +39,6 @@ class FixedRateThread:
         deadline = time.monotonic()
         while not self._stop.is_set():
             self._tick(time.monotonic())
-            deadline += self.period_s
-            whole_periods_late = int((time.monotonic() - deadline) / self.period_s)
-            if whole_periods_late > 0:
-                self.missed_deadlines += whole_periods_late
-                deadline += whole_periods_late * self.period_s
+            deadline, skipped = next_deadline(deadline, time.monotonic(), self.period_s)
+            self.missed_deadlines += skipped
             self._stop.wait(max(0.0, deadline - time.monotonic()))

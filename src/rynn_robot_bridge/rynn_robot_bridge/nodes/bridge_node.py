@@ -1,0 +1,279 @@
+"""The real/digital robot bridge: one set of canonical topics, whichever robot runs.
+
+Topics (names are parameters; defaults in config/bridge.yaml):
+
+* in:  ``/rynn/action`` (RobotAction, best effort so any publisher matches);
+  the real camera on ``/rynn/real/camera/color/{image_raw,camera_info}`` (the
+  launch remaps the RealSense or simulated robot there) and the world model on
+  ``/rynn/digital/camera/color/{image_raw,camera_info}``; robot state on LCM.
+* out: ``/camera/camera/color/{image_raw,camera_info}`` (RELIABLE, volatile, depth 2:
+  reliable and best-effort subscribers both match), ``/joint_states``,
+  ``/rynn/mode`` (std_msgs/String "real"/"digital", RELIABLE + TRANSIENT_LOCAL, depth 1,
+  so late joiners and recorders see the current mode), ``/rynn/status``
+  (TeleopStatus), ``/diagnostics``; robot commands on LCM at 200 Hz.
+* service: ``/rynn/set_mode`` (SetMode); a refused or invalid request answers success=false
+  with the reason.
+
+Routing: the bridge relays frames from the private topics of the active source
+(a relay rather than remapping plus gating, because only a relay can guarantee
+that no frame of the old source appears after the switch response; its cost is
+measured by benchmarks/bench_bridge.py). Frames are passed through untouched:
+a stalled source makes the canonical topic go quiet and raises a status fault.
+
+Contract with the world-model node (real -> digital continues from the current
+scene): it subscribes to ``/rynn/mode`` (transient local) and to the real camera's
+private topic, keeps the newest real frame, and takes it as its reference when
+the mode becomes "digital". The bridge publishes the new mode before it answers
+the SetMode request, after it has stopped forwarding the real camera.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from std_msgs.msg import Header, String
+
+from rynn_retarget.action_layout import joint_names
+from rynn_retarget.pipeline_stats import PipelineStats
+from rynn_retarget.ros_conversions import make_diagnostics, make_teleop_status
+from rynn_robot_bridge.bridge.camera_router import CameraRouter, FrameFormat, Routed
+from rynn_robot_bridge.bridge.commander import RobotCommander
+from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
+from rynn_robot_bridge.bridge.lcm_link import LcmRobotLink
+from rynn_robot_bridge.bridge.mode import Mode
+from rynn_robot_bridge.bridge.rate_loop import FixedRateThread
+from rynn_robot_bridge.bridge.settings import BridgeSettings, load_bridge_settings
+from rynn_robot_bridge.config import LcmSettings, load_robot_config
+from rynn_robot_bridge.lcm_protocol import RobotState
+from rynn_teleop_msgs.msg import RobotAction, TeleopStatus
+from rynn_teleop_msgs.srv import SetMode
+
+NODE_NAME = "rynn_bridge"
+CANONICAL_CAMERA_QOS = QoSProfile(
+    depth=2, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE
+)
+SOURCE_QOS = QoSProfile(depth=2, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
+MODE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+class BridgeNode(Node):
+    def __init__(self):
+        super().__init__(NODE_NAME)
+        settings, lcm_settings = self._declare_parameters()
+        start_mode = Mode.parse(settings.start_mode)
+        now = time.monotonic()
+        self.stats = PipelineStats()
+        self._stats_lock = threading.Lock()
+        self._switch_lock = threading.Lock()  # a command cycle and a mode switch never interleave
+        self.commander = RobotCommander(
+            start_mode,
+            joint_limits_from_urdf(settings.urdf_path or None),
+            rate_hz=lcm_settings.command_rate_hz,
+            action_timeout_s=settings.action_timeout_ms / 1e3,
+            state_timeout_s=settings.state_timeout_ms / 1e3,
+            transition_limits=settings.transition,
+            velocity_scale=settings.velocity_scale,
+        )
+        canonical = FrameFormat(settings.camera_encoding, settings.camera_width, settings.camera_height, settings.camera_frame_id)
+        self.router = CameraRouter(start_mode, canonical, settings.camera_stall_timeout_ms / 1e3, now)
+        self._joint_names = joint_names()
+        self._latest_state: tuple[RobotState, Header] | None = None
+        self._published_state_sequence = -1
+        self._last_cycle_at: float | None = None
+        self._reported_faults: set[str] = set()
+
+        self.image_pub = self.create_publisher(Image, settings.image_topic, CANONICAL_CAMERA_QOS)
+        self.info_pub = self.create_publisher(CameraInfo, settings.camera_info_topic, CANONICAL_CAMERA_QOS)
+        self.joint_state_pub = self.create_publisher(JointState, "/joint_states", 10)
+        self.mode_pub = self.create_publisher(String, "/rynn/mode", MODE_QOS)
+        self.status_pub = self.create_publisher(TeleopStatus, "/rynn/status", 10)
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        for source, image_topic, info_topic in (
+            (Mode.REAL, settings.real_image_topic, settings.real_camera_info_topic),
+            (Mode.DIGITAL, settings.digital_image_topic, settings.digital_camera_info_topic),
+        ):
+            group = MutuallyExclusiveCallbackGroup()  # one source's frames never wait behind the other's
+            self.create_subscription(Image, image_topic, lambda msg, s=source: self._relay_image(s, msg), SOURCE_QOS, callback_group=group)
+            self.create_subscription(CameraInfo, info_topic, lambda msg, s=source: self._relay_info(s, msg), SOURCE_QOS, callback_group=group)
+        self.create_subscription(RobotAction, "/rynn/action", self._on_action, SOURCE_QOS, callback_group=MutuallyExclusiveCallbackGroup())
+        self.create_service(SetMode, "/rynn/set_mode", self._on_set_mode)
+        self.create_timer(1.0 / settings.joint_state_rate_hz, self._publish_joint_state)
+        self.create_timer(1.0 / settings.status_rate_hz, self._publish_status)
+
+        self.link = LcmRobotLink(lcm_settings.url, lcm_settings.command_channel, lcm_settings.state_channel, self._on_robot_state)
+        self.command_loop = FixedRateThread(lcm_settings.command_rate_hz, self._command_cycle, name="lcm_commands")
+        self._publish_mode(start_mode)
+        self.link.start()
+        self.command_loop.start()
+        self.get_logger().info(
+            f"bridge up in {start_mode.label} mode; LCM {lcm_settings.url} "
+            f"(commands {lcm_settings.command_channel} at {lcm_settings.command_rate_hz:g} Hz, state {lcm_settings.state_channel})"
+        )
+
+    def _declare_parameters(self) -> tuple[BridgeSettings, LcmSettings]:
+        """Config file paths first, then every setting with the file's value as its default."""
+        bridge_file = self.declare_parameter("bridge_config", "").value
+        robot_file = self.declare_parameter("robot_config", "").value
+        file_settings = load_bridge_settings(bridge_file or None)
+        file_lcm = load_robot_config(robot_file or None).lcm
+
+        def declared(prefix: str, instance):
+            values = {}
+            for f in dataclasses.fields(instance):
+                default = getattr(instance, f.name)
+                if dataclasses.is_dataclass(default):
+                    values[f.name] = declared(f"{prefix}{f.name}.", default)
+                else:
+                    values[f.name] = type(default)(self.declare_parameter(prefix + f.name, default).value)
+            return dataclasses.replace(instance, **values)
+
+        settings = declared("", file_settings)
+        lcm = LcmSettings(
+            url=self.declare_parameter("lcm_url", file_lcm.url).value,
+            command_channel=self.declare_parameter("lcm_command_channel", file_lcm.command_channel).value,
+            state_channel=self.declare_parameter("lcm_state_channel", file_lcm.state_channel).value,
+            command_rate_hz=float(self.declare_parameter("command_rate_hz", file_lcm.command_rate_hz).value),
+        )
+        return settings, lcm
+
+    # --- robot side -------------------------------------------------------------------------
+
+    def _on_robot_state(self, state: RobotState, received_at: float) -> None:
+        self.commander.update_measured(state.position, received_at)
+        self._latest_state = (state, Header(stamp=self.get_clock().now().to_msg()))
+
+    def _command_cycle(self, now: float) -> None:
+        with self._switch_lock:
+            command = self.commander.cycle(now)
+            if command is not None:
+                self.link.send(command)
+        with self._stats_lock:
+            if self._last_cycle_at is not None:
+                self.stats.record("command_period", now - self._last_cycle_at)
+            self._last_cycle_at = now
+
+    def _on_action(self, msg: RobotAction) -> None:
+        reason = self.commander.submit_action(msg.positions, time.monotonic())
+        if reason:
+            with self._stats_lock:
+                self.stats.reject(f"action_{reason}")
+
+    def _publish_joint_state(self) -> None:
+        if self.commander.mode == Mode.REAL:
+            latest = self._latest_state
+            if latest is None or latest[0].sequence == self._published_state_sequence:
+                return  # nothing new from the robot: never republish an old state as new
+            state, header = latest
+            self._published_state_sequence = state.sequence
+            msg = JointState(header=header, name=self._joint_names, position=state.position.tolist(),
+                             velocity=state.velocity.tolist(), effort=state.effort.tolist())
+        else:
+            virtual = self.commander.virtual_state()
+            if virtual is None:
+                return
+            position, velocity = virtual
+            msg = JointState(header=Header(stamp=self.get_clock().now().to_msg()), name=self._joint_names,
+                             position=position.tolist(), velocity=velocity.tolist())
+        self.joint_state_pub.publish(msg)
+
+    # --- camera -----------------------------------------------------------------------------
+
+    def _relay_image(self, source: Mode, msg: Image) -> None:
+        started = time.perf_counter()
+        frame = FrameFormat(msg.encoding, msg.width, msg.height, msg.header.frame_id)
+        stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        routed = self.router.offer_image(source, stamp_ns, frame, time.monotonic(), lambda: self.image_pub.publish(msg))
+        with self._stats_lock:
+            if routed is Routed.FORWARDED:
+                self.stats.outputs += 1
+                self.stats.record("camera_relay", time.perf_counter() - started)
+            elif routed is not Routed.INACTIVE_SOURCE:
+                self.stats.reject(f"{source.label}_camera_{routed.value}")
+        if routed in (Routed.WRONG_FORMAT, Routed.STAMP_NOT_ADVANCING):
+            self.get_logger().warning(
+                f"{source.label} camera frame rejected ({routed.value}): {frame} vs canonical {self.router.canonical}",
+                throttle_duration_sec=5.0,
+            )
+
+    def _relay_info(self, source: Mode, msg: CameraInfo) -> None:
+        self.router.offer_info(source, lambda: self.info_pub.publish(msg))
+
+    # --- mode and status --------------------------------------------------------------------
+
+    def _on_set_mode(self, request: SetMode.Request, response: SetMode.Response) -> SetMode.Response:
+        response.previous_mode = int(self.commander.mode)
+        try:
+            mode = Mode.parse(int(request.mode))
+        except ValueError as exc:
+            response.success, response.message = False, str(exc)
+            self.get_logger().error(f"SetMode refused: {exc}")
+            return response
+        now = time.monotonic()
+        with self._switch_lock:
+            accepted, message = self.commander.request_mode(mode, now)
+            if accepted:
+                self.router.switch(mode, now)
+                self._publish_mode(mode)
+        response.success, response.message = accepted, message
+        (self.get_logger().info if accepted else self.get_logger().warning)(f"SetMode {mode.label}: {message}")
+        return response
+
+    def _publish_mode(self, mode: Mode) -> None:
+        self.mode_pub.publish(String(data=mode.label))
+
+    def _publish_status(self) -> None:
+        now = time.monotonic()
+        faults = self.commander.faults(now)
+        stall = self.router.stall(now)
+        if stall:
+            faults["camera"] = stall
+        for key in faults.keys() - self._reported_faults:
+            self.get_logger().warning(f"fault: {faults[key]}")
+        for key in self._reported_faults - faults.keys():
+            self.get_logger().info(f"fault cleared: {key}")
+        self._reported_faults = set(faults)
+        stamp = self.get_clock().now().to_msg()
+        with self._stats_lock:
+            self.stats.faults = faults
+            for reason, count in self.link.rejected.items():
+                self.stats.rejected[reason] = count
+            self.stats.dropped["stale_action_watchdog_trips"] = self.commander.watchdog_trips
+            self.stats.dropped["command_deadlines_missed"] = self.command_loop.missed_deadlines
+            status = make_teleop_status(self.stats, NODE_NAME, int(self.commander.mode), stamp)
+            diagnostics = make_diagnostics(self.stats, NODE_NAME, self.link.url, stamp)
+        self.status_pub.publish(status)
+        self.diagnostics_pub.publish(diagnostics)
+
+    def close(self) -> None:
+        self.command_loop.stop()
+        self.link.stop()
+
+
+def main(args=None) -> None:
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = BridgeNode()
+        executor = MultiThreadedExecutor(num_threads=4)
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.close()
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()
