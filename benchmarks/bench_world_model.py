@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""World-model latency benchmark (issue 5): prints one table per question, side by side in one run.
+
+Random weights (the speed of a config does not depend on its values). Usage:
+    .venv/bin/python benchmarks/bench_world_model.py [--config embedded_cpu] [--threads N] [--quick]
+"""
+
+import argparse
+import dataclasses
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from diffusers.utils import logging as diffusers_logging
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src" / "rynn_world_node"))
+
+from rynn_world.model.configs import get_config  # noqa: E402
+from rynn_world.model.teacher import generate_bidirectional  # noqa: E402
+from rynn_world.model.vae import StreamingVAEDecoder  # noqa: E402
+from rynn_world.skeleton import CameraIntrinsics, SkeletonRenderer  # noqa: E402
+from rynn_world.streaming import STAGES, StreamingWorldModel  # noqa: E402
+
+
+def synthetic_hands(num_frames: int, seed: int = 0) -> np.ndarray:
+    """Two hands drifting in front of the camera: (T, 2, 21, 3) metres, optical frame."""
+    rng = np.random.default_rng(seed)
+    shape = rng.normal(0.0, 0.03, (2, 21, 3))
+    t = np.arange(num_frames)[:, None, None, None] / 16.0
+    hands = np.broadcast_to(shape, (num_frames, 2, 21, 3)).copy()
+    hands[:, 0, :, 0] += -0.12 + 0.03 * np.sin(t[..., 0, 0, 0])[:, None]
+    hands[:, 1, :, 0] += 0.12
+    hands[..., 2] += 0.45 + 0.15 * np.sin(2 * t[..., 0])
+    return hands
+
+
+def intrinsics_for(height: int, width: int) -> CameraIntrinsics:
+    return CameraIntrinsics(fx=0.9 * width, fy=0.9 * width, cx=width / 2, cy=height / 2, width=width, height=height)
+
+
+def stream_stage_ms(config, warmup: int, steps: int) -> tuple[dict, StreamingWorldModel]:
+    model = StreamingWorldModel(config, intrinsics=intrinsics_for(config.height, config.width), seed=0)
+    model.reset(np.full((config.height, config.width, 3), 100, dtype=np.uint8))
+    hands = synthetic_hands(model.frames_per_step * (warmup + steps))
+    n = model.frames_per_step
+    for i in range(warmup + steps):
+        if i == warmup:
+            model.timings = type(model.timings)()
+        for j in range(n):
+            model.push_skeleton(hands[i * n + j], stamp=(i * n + j) / config.fps)
+        model.step()
+    return model.timings.per_frame_ms(), model
+
+
+def print_stage_table(rows):
+    print(f"{'config':<14}{'resolution':>11}{'render+enc':>12}{'DiT':>9}{'decode':>9}{'total':>9}{'FPS':>8}")
+    for name, (h, w), ms in rows:
+        print(f"{name:<14}{f'{h}x{w}':>11}{ms['render'] + ms['encode']:>12.2f}{ms['dit']:>9.2f}"
+              f"{ms['decode']:>9.2f}{ms['total']:>9.2f}{1000.0 / ms['total']:>8.1f}")
+    print("(ms per output video frame; one step = 4 video frames = 1 latent frame)")
+
+
+def causal_vs_bidirectional(model: StreamingWorldModel, latent_frames: int, teacher_steps: int) -> None:
+    """DiT + VAE decode throughput for one clip: causal 4-step stream vs bidirectional N-step."""
+    cfg, sampler, transformer = model.config, model.sampler, model.transformer
+    h, w = cfg.latent_size
+    g = torch.Generator().manual_seed(0)
+    ref = torch.randn(1, cfg.latent_channels, 1, h, w, generator=g)
+    control = torch.randn(1, cfg.latent_channels, latent_frames, h, w, generator=g)
+    video_frames = 1 + 4 * (latent_frames - 1)
+    with torch.no_grad():
+        start = time.perf_counter()
+        sampler.start(ref, control[:, :, :1])
+        blocks = [ref] + [sampler.next_block(control[:, :, i : i + 1]) for i in range(1, latent_frames)]
+        StreamingVAEDecoder(model.vae).push(torch.cat(blocks, dim=2))
+        causal_s = time.perf_counter() - start
+        start = time.perf_counter()
+        latents = generate_bidirectional(transformer, ref, control, latent_frames, num_steps=teacher_steps,
+                                         shift=cfg.shift, sampler="unipc", generator=g)
+        StreamingVAEDecoder(model.vae).push(latents)
+        teacher_s = time.perf_counter() - start
+    causal_fps, teacher_fps = video_frames / causal_s, video_frames / teacher_s
+    print(f"clip: {video_frames} video frames ({latent_frames} latent) at {cfg.height}x{cfg.width}, DiT + VAE decode")
+    print(f"{'mode':<34}{'seconds':>9}{'FPS':>8}")
+    print(f"{'causal student, 4 steps + commit':<34}{causal_s:>9.2f}{causal_fps:>8.1f}")
+    print(f"{f'bidirectional teacher, {teacher_steps} UniPC steps':<34}{teacher_s:>9.2f}{teacher_fps:>8.1f}")
+    print(f"throughput ratio causal / bidirectional: {causal_fps / teacher_fps:.1f}x  (paper, H100: 40 / 2.8 = 14x)")
+
+
+def cost_vs_position(model: StreamingWorldModel, far: int, probe: int = 10) -> None:
+    """DiT ms per latent block at stream position 10 and `far`, and the KV-cache size."""
+    cfg, sampler = model.config, model.sampler
+    h, w = cfg.latent_size
+    g = torch.Generator().manual_seed(1)
+    ref = torch.randn(1, cfg.latent_channels, 1, h, w, generator=g)
+    control = torch.randn(1, cfg.latent_channels, 1, h, w, generator=g)
+    pointer = sampler.cache.storage.data_ptr()
+    timings = {}
+    with torch.no_grad():
+        sampler.start(ref, control)
+        for position in range(1, far + probe):
+            start = time.perf_counter()
+            sampler.next_block(control)
+            elapsed = time.perf_counter() - start
+            for mark in (10, far):
+                if mark <= position < mark + probe:
+                    timings.setdefault(mark, []).append(elapsed)
+    print(f"{'stream position (latent block)':<32}{'DiT ms/block (median)':>22}")
+    for mark, values in timings.items():
+        print(f"{mark:<32}{1000 * float(np.median(values)):>22.2f}")
+    ratio = np.median(timings[far]) / np.median(timings[10])
+    same = sampler.cache.storage.data_ptr() == pointer
+    print(f"cost ratio {far} / 10: {ratio:.2f}; KV cache {sampler.cache.nbytes / 1024:.0f} KiB, "
+          f"pre-allocated once (same storage after {far + probe} blocks: {same}); window {cfg.window_blocks} blocks + sink")
+
+
+def renderer_fps(frames: int = 400) -> None:
+    renderer = SkeletonRenderer(intrinsics_for(480, 832))
+    hands = synthetic_hands(frames)
+    forearms = np.stack([hands[:, :, 0] + np.array([0.0, 0.25, 0.1]), hands[:, :, 0]], axis=2)
+    buffer = np.zeros((1, 480, 832, 3), dtype=np.uint8)
+    renderer.render(hands[:1], forearms[:1], out=buffer)
+    start = time.perf_counter()
+    for t in range(frames):
+        renderer.render(hands[t : t + 1], forearms[t : t + 1], out=buffer)
+    streaming = frames / (time.perf_counter() - start)
+    start = time.perf_counter()
+    renderer.render(hands[:64], forearms[:64])
+    batch = 64 / (time.perf_counter() - start)
+    print(f"renderer 480x832, two hands + forearms: {streaming:.0f} FPS frame-by-frame (reused buffer), "
+          f"{batch:.0f} FPS as a 64-frame batch (fresh array)  (target >= 500)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", default="embedded_cpu")
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--quick", action="store_true", help="fewer steps, position 200 instead of 1000")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    diffusers_logging.set_verbosity_error()  # random-weight models trigger dtype-cast notices
+    torch.manual_seed(0)
+    config = get_config(args.config)
+
+    print("== machine ==")
+    print(f"python {platform.python_version()}, torch {torch.__version__}, cpus {os.cpu_count()}, "
+          f"torch threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.2f}, "
+          f"device cpu, dtype float32, config {config.name}")
+
+    print("\n== per output frame: causal streaming (4-step student) ==")
+    steps = 4 if args.quick else 10
+    rows = []
+    native, model = stream_stage_ms(config, warmup=2, steps=steps)
+    rows.append((config.name, (config.height, config.width), native))
+    for h, w in ((96, 160), (64, 112)):
+        proxy = dataclasses.replace(config, name=f"{config.name}@proxy", height=h, width=w)
+        rows.append(("reduced proxy", (h, w), stream_stage_ms(proxy, warmup=2, steps=steps)[0]))
+    print_stage_table(rows)
+    assert set(STAGES) <= set(native)
+
+    print("\n== causal 4-step vs bidirectional N-step, same clip and config ==")
+    causal_vs_bidirectional(model, latent_frames=5 if args.quick else 9, teacher_steps=20 if args.quick else 50)
+
+    print("\n== per-frame cost vs stream length ==")
+    cost_vs_position(model, far=200 if args.quick else 1000)
+
+    print("\n== skeleton renderer ==")
+    renderer_fps()
+
+
+if __name__ == "__main__":
+    main()
