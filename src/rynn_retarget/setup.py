@@ -22,6 +22,9 @@ setup(
     license="Apache-2.0",
     entry_points={
         "console_scripts": [
+            "tracker_node = rynn_retarget.nodes.tracker_node:main",
+            "glove_node = rynn_retarget.nodes.glove_node:main",
+            "retarget_node = rynn_retarget.nodes.retarget_node:main",
         ],
     },
 )

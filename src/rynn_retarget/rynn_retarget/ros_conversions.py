@@ -109,13 +109,21 @@ def make_bimanual_skeleton(
     right_valid: bool = True,
     left_elbow=None,
     right_elbow=None,
+    left_frame_id: str | None = None,
+    right_frame_id: str | None = None,
 ) -> BimanualSkeleton:
-    """Both hands under one stamp and frame; elbows are optional (None = unknown)."""
+    """Both hands under one stamp; elbows are optional (None = unknown).
+
+    Each hand is in ``frame_id`` unless its own frame is given (gloves report
+    wrist-relative points, each in its wrist tracker's frame).
+    """
     header = make_header(stamp, frame_id)
     msg = BimanualSkeleton(header=header)
-    msg.left = make_hand_skeleton("left", left_joints, header.stamp, frame_id, left_confidence, left_valid)
+    msg.left = make_hand_skeleton(
+        "left", left_joints, header.stamp, left_frame_id or frame_id, left_confidence, left_valid
+    )
     msg.right = make_hand_skeleton(
-        "right", right_joints, header.stamp, frame_id, right_confidence, right_valid
+        "right", right_joints, header.stamp, right_frame_id or frame_id, right_confidence, right_valid
     )
     for side, elbow in (("left", left_elbow), ("right", right_elbow)):
         point, ok = _optional_point(elbow)

@@ -1,0 +1,82 @@
+"""Glove node: both operator hands as one BimanualSkeleton at glove rate.
+
+Each hand is wrist-relative (21 MediaPipe points in metres) in the frame of its
+wrist tracker (``frames.left_wrist`` / ``frames.right_wrist``, the same names
+the tracker node publishes on /tf), so consumers can place it with TF.
+"""
+
+from __future__ import annotations
+
+import rclpy
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rynn_teleop_msgs.msg import BimanualSkeleton
+
+from rynn_retarget.nodes.operator_params import declare_source_parameters
+from rynn_retarget.operator.feed import OperatorFeed, open_source
+from rynn_retarget.operator.frame import OperatorFrame
+from rynn_retarget.ros_conversions import make_bimanual_skeleton
+
+HANDS_TOPIC = "/rynn/operator/hands"
+
+
+class GloveNode(Node):
+    def __init__(self):
+        super().__init__("glove_node")
+        settings = declare_source_parameters(self, default_rate_hz=120.0, default_udp_port=9871)
+        self.declare_parameter("topic", HANDS_TOPIC)
+        self.declare_parameter("frames.left_wrist", "operator_left_wrist")
+        self.declare_parameter("frames.right_wrist", "operator_right_wrist")
+        self.frames = {side: self.get_parameter(f"frames.{side}_wrist").value for side in ("left", "right")}
+        topic = self.get_parameter("topic").value
+        self.publisher = self.create_publisher(
+            BimanualSkeleton, topic, QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        )
+        self.published = 0
+        self.feed = OperatorFeed(
+            open_source(settings), self.publish_frame, settings.rate_hz, settings.epoch_s, on_error=self.on_bad_frame
+        ).start()
+        self.get_logger().info(f"publishing hands from source '{settings.kind}' at {settings.rate_hz:g} Hz on {topic}")
+
+    def publish_frame(self, frame: OperatorFrame) -> None:
+        left, right = frame.left_hand, frame.right_hand
+        msg = make_bimanual_skeleton(
+            left.points,
+            right.points,
+            self.get_clock().now().to_msg(),
+            self.frames["left"],
+            left_confidence=left.confidence,
+            right_confidence=right.confidence,
+            left_valid=left.valid,
+            right_valid=right.valid,
+            left_frame_id=self.frames["left"],
+            right_frame_id=self.frames["right"],
+        )
+        self.publisher.publish(msg)
+        self.published += 1
+
+    def on_bad_frame(self, error: Exception) -> None:
+        self.get_logger().warning(f"dropped an operator frame: {error}", throttle_duration_sec=2.0)
+
+    def destroy_node(self):
+        self.feed.stop()
+        super().destroy_node()
+
+
+def main(args=None):
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = GloveNode()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()

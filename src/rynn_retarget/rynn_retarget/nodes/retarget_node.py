@@ -1,0 +1,282 @@
+"""Retarget node: operator trackers (/tf) + gloves -> 54-D robot action at 200 Hz.
+
+The newest tracker sample runs the ROS-free ``RetargetPipeline`` (input guard,
+paper DLS IK with the shoulder prior, hand retargeting) on a worker thread and
+retargets the smoother; a sample superseded before the worker got to it is
+dropped and counted, so latency never grows with a backlog. A dedicated 200 Hz
+loop (not an executor timer, for low jitter) publishes the Ruckig-smoothed
+command even when trackers arrive at 100-120 Hz or stall.
+
+Publishes
+- ``/rynn/action`` (RobotAction, frame base_link), 200 Hz
+- ``/rynn/command/joint_states`` (JointState of the same command; the bridge owns /joint_states)
+- ``/rynn/operator/skeleton_camera`` (BimanualSkeleton in camera_color_optical_frame, stamped
+  with the tracker sample; elbows = the commanded robot elbows), for the world model
+- ``/rynn/status`` (TeleopStatus) and ``/diagnostics``
+Service ``~/calibrate`` (std_srvs/Trigger): the current operator pose becomes the neutral
+pose (T_base/T_ee); saved to ``calibration_file`` when that parameter is set.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rynn_teleop_msgs.msg import BimanualSkeleton, RobotAction, TeleopStatus
+from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
+from tf2_msgs.msg import TFMessage
+from transforms3d.quaternions import quat2mat
+
+from rynn_retarget.action_layout import joint_names
+from rynn_retarget.config import load_retarget_config
+from rynn_retarget.config_paths import find_config
+from rynn_retarget.kinematics.calibration import save_calibration
+from rynn_retarget.nodes.glove_node import HANDS_TOPIC
+from rynn_retarget.operator.frame import TRACKER_NAMES, HandSkeleton, OperatorFrame
+from rynn_retarget.pipeline import ARM_SLICES, RetargetPipeline
+from rynn_retarget.pipeline_stats import PipelineStats
+from rynn_retarget.ros_conversions import (
+    bimanual_skeleton_to_arrays,
+    make_bimanual_skeleton,
+    make_diagnostics,
+    make_robot_action,
+    make_teleop_status,
+    seconds_from_time,
+)
+
+RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+SIDES = ("left", "right")
+
+
+def matrix_from_transform(transform) -> np.ndarray:
+    t, q = transform.translation, transform.rotation
+    matrix = np.eye(4)
+    matrix[:3, :3] = quat2mat([q.w, q.x, q.y, q.z])
+    matrix[:3, 3] = (t.x, t.y, t.z)
+    return matrix
+
+
+class RetargetNode(Node):
+    def __init__(self):
+        super().__init__("retarget_node")
+        self.declare_parameter("config_file", "")
+        self.declare_parameter("calibration_file", "")
+        self.declare_parameter("hands_topic", HANDS_TOPIC)
+        self.declare_parameter("hands_timeout_s", 0.25)
+        self.declare_parameter("status_rate_hz", 2.0)
+        self.declare_parameter("frames.world", "operator_world")
+        for name in TRACKER_NAMES:
+            self.declare_parameter(f"frames.{name}", f"operator_{name}")
+        config_file = self.get_parameter("config_file").value or str(find_config("retarget.yaml"))
+        self.calibration_file = self.get_parameter("calibration_file").value
+        self.hands_timeout = float(self.get_parameter("hands_timeout_s").value)
+        self.world_frame = self.get_parameter("frames.world").value
+        self.tracker_by_frame = {self.get_parameter(f"frames.{n}").value: n for n in TRACKER_NAMES}
+
+        self.pipeline = RetargetPipeline(load_retarget_config(config_file))
+        self.smoother = self.pipeline.make_smoother()
+        self.camera_frame = self.pipeline.config.camera_frame
+        self.names = joint_names()
+        self.stats = PipelineStats()
+        self.lock = threading.Lock()
+        self.hands: dict | None = None  # latest glove sample as arrays + receive time
+        self.last_frame: OperatorFrame | None = None
+        self.sequence = 0
+        self.pending: OperatorFrame | None = None  # newest tracker sample not yet retargeted
+        self.pending_ready = threading.Condition()
+
+        self.action_pub = self.create_publisher(RobotAction, "/rynn/action", RELIABLE)
+        self.command_pub = self.create_publisher(JointState, "/rynn/command/joint_states", RELIABLE)
+        self.skeleton_pub = self.create_publisher(BimanualSkeleton, "/rynn/operator/skeleton_camera", RELIABLE)
+        self.status_pub = self.create_publisher(TeleopStatus, "/rynn/status", RELIABLE)
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", RELIABLE)
+        self.create_subscription(TFMessage, "/tf", self.on_tf, QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+        self.create_subscription(BimanualSkeleton, self.get_parameter("hands_topic").value, self.on_hands, RELIABLE)
+        self.create_service(Trigger, "~/calibrate", self.on_calibrate)
+        self.create_timer(1.0 / float(self.get_parameter("status_rate_hz").value), self.publish_status)
+
+        self._running = True
+        self._threads = [
+            threading.Thread(target=self.retarget_loop, name="retarget-worker", daemon=True),
+            threading.Thread(target=self.output_loop, name="retarget-200hz", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
+        self.get_logger().info(
+            f"retargeting {config_file} at {self.pipeline.config.smoothing.rate_hz:g} Hz output, "
+            f"trackers under '{self.world_frame}'"
+        )
+
+    # --- inputs ---------------------------------------------------------------
+    def on_hands(self, msg: BimanualSkeleton) -> None:
+        try:
+            arrays = bimanual_skeleton_to_arrays(msg)
+        except ValueError as error:
+            self.stats.reject("malformed_hands")
+            self.get_logger().warning(f"rejected a hand skeleton: {error}", throttle_duration_sec=2.0)
+            return
+        arrays["received"] = time.monotonic()
+        self.hands = arrays
+
+    def on_tf(self, msg: TFMessage) -> None:
+        trackers = {}
+        stamp = None
+        for transform in msg.transforms:
+            name = self.tracker_by_frame.get(transform.child_frame_id)
+            if name is None or transform.header.frame_id != self.world_frame:
+                continue
+            trackers[name] = matrix_from_transform(transform.transform)
+            stamp = seconds_from_time(transform.header.stamp)
+        if "chest" not in trackers:
+            return  # not an operator sample (other TF traffic, or a partial one)
+        frame = OperatorFrame(stamp=stamp, trackers=trackers)
+        hands = self.hands
+        if hands is not None and time.monotonic() - hands["received"] <= self.hands_timeout:
+            for index, side in enumerate(SIDES):
+                setattr(
+                    frame,
+                    f"{side}_hand",
+                    HandSkeleton(hands["joints"][index], hands["confidence"][index], bool(hands["valid"][index])),
+                )
+        elif hands is not None:
+            self.stats.drop("stale_hands")
+        with self.pending_ready:
+            if self.pending is not None:
+                self.stats.drop("superseded_tracker_sample")
+            self.pending = frame
+            self.pending_ready.notify()
+
+    def retarget_loop(self) -> None:
+        while self._running:
+            with self.pending_ready:
+                self.pending_ready.wait_for(lambda: self.pending is not None or not self._running, timeout=0.1)
+                frame, self.pending = self.pending, None
+            if frame is not None:
+                self.retarget(frame)
+
+    def retarget(self, frame: OperatorFrame) -> None:
+        with self.stats.timed("retarget"), self.lock:
+            output = self.pipeline.step(frame, time.monotonic())
+            if output is None:
+                return
+            self.smoother.set_target(output.action)
+            self.last_frame = frame
+            elbows = [self._elbow_in_camera(side, output.action) for side in SIDES]
+        self.skeleton_pub.publish(
+            make_bimanual_skeleton(
+                output.skeleton_camera[0],
+                output.skeleton_camera[1],
+                frame.stamp,
+                self.camera_frame,
+                left_valid=bool(output.skeleton_valid[0]),
+                right_valid=bool(output.skeleton_valid[1]),
+                left_elbow=elbows[0],
+                right_elbow=elbows[1],
+            )
+        )
+
+    def _elbow_in_camera(self, side: str, action: np.ndarray) -> np.ndarray:
+        elbow = self.pipeline.arms[side].elbow_position(action[ARM_SLICES[side]])
+        transform = self.pipeline.camera_from_base
+        return transform[:3, :3] @ elbow + transform[:3, 3]
+
+    # --- 200 Hz output --------------------------------------------------------
+    def output_loop(self) -> None:
+        period = self.smoother.period
+        next_tick = time.monotonic()
+        last_tick = None
+        while self._running and rclpy.ok(context=self.context):
+            now = time.monotonic()
+            if last_tick is not None:
+                self.stats.record("output_period", now - last_tick)
+            last_tick = now
+            with self.lock:
+                if self.pipeline.guard.check_stale(now):
+                    self.stats.set_fault("stale_input", "no operator tracker data: holding the last target")
+                else:
+                    self.stats.clear_fault("stale_input")
+                position, velocity = self.smoother.step()
+            # Ruckig may overshoot a limit by rounding; the robot rejects any excursion.
+            self.publish_command(np.clip(position, self.pipeline.lower, self.pipeline.upper), velocity)
+            next_tick += period
+            delay = next_tick - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            else:
+                self.stats.drop("late_output_tick")
+                next_tick = time.monotonic()
+
+    def publish_command(self, position: np.ndarray, velocity: np.ndarray) -> None:
+        stamp = self.get_clock().now().to_msg()
+        try:
+            action = make_robot_action(position, stamp, "base_link", self.sequence)
+        except ValueError as error:  # the smoother never yields NaN; this guards the invariant
+            self.stats.reject("invalid_command")
+            self.get_logger().error(f"not publishing an invalid command: {error}", throttle_duration_sec=1.0)
+            return
+        self.sequence += 1
+        self.action_pub.publish(action)
+        state = JointState(name=self.names, position=position.tolist(), velocity=velocity.tolist())
+        state.header.stamp = stamp
+        self.command_pub.publish(state)
+        self.stats.outputs += 1
+
+    # --- status and calibration -----------------------------------------------
+    def publish_status(self) -> None:
+        with self.lock:
+            for name, count in self.pipeline.counters.items():
+                if name != "accepted":
+                    self.stats.rejected[name] = count
+            self.stats.rejected["smoother_rejected_target"] = self.smoother.counters["rejected_targets"]
+        stamp = self.get_clock().now().to_msg()
+        self.status_pub.publish(make_teleop_status(self.stats, self.get_name(), TeleopStatus.MODE_UNKNOWN, stamp))
+        self.diagnostics_pub.publish(make_diagnostics(self.stats, f"{self.get_name()}: retarget", "operator", stamp))
+
+    def on_calibrate(self, request, response):
+        with self.lock:
+            frame = self.last_frame
+            if frame is None or not all(name in frame.trackers for name in TRACKER_NAMES):
+                response.success = False
+                response.message = "no complete tracker sample yet (need chest, wrists and upper arms)"
+                return response
+            calibration = self.pipeline.calibrate(frame)
+        response.success = True
+        response.message = "operator neutral pose captured"
+        if self.calibration_file:
+            save_calibration(self.calibration_file, calibration)
+            response.message += f"; saved to {self.calibration_file}"
+        self.get_logger().info(response.message)
+        return response
+
+    def destroy_node(self):
+        self._running = False
+        for thread in self._threads:
+            thread.join(timeout=1.0)
+        super().destroy_node()
+
+
+def main(args=None):
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = RetargetNode()
+        executor = MultiThreadedExecutor(num_threads=2)
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()

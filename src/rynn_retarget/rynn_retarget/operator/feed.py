@@ -1,0 +1,124 @@
+"""Drive a node from any operator source: each frame goes to a callback, on a
+background thread, paced by the source.
+
+The synthetic operator is sampled on the wall clock instead of iterated, so
+the tracker and glove processes, started at different moments, still play the
+same motion at the same instant (``frame_at(time - epoch)``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from rynn_retarget.operator.frame import OperatorFrame, OperatorSource
+from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig
+
+SOURCE_KINDS = ("synthetic", "replay", "udp", "openvr")
+
+
+@dataclass
+class SourceSettings:
+    """What a tracker or glove node needs to open its source (its ROS parameters)."""
+
+    kind: str = "synthetic"
+    rate_hz: float = 120.0
+    motion: str = "all"
+    seed: int = 0
+    period_s: float = 4.0
+    epoch_s: float = 0.0  # synthetic time = wall time - epoch_s
+    replay_path: str = ""
+    replay_loop: bool = True
+    udp_host: str = "0.0.0.0"
+    udp_port: int = 9870
+    openvr_serials: dict | None = None  # tracker role -> serial number
+
+
+def open_source(settings: SourceSettings) -> OperatorSource:
+    """The configured source; ValueError for an unknown kind, DeviceUnavailableError for absent devices."""
+    if settings.kind == "synthetic":
+        return SyntheticOperator(
+            SyntheticOperatorConfig(
+                motion=settings.motion, seed=settings.seed, period_s=settings.period_s, rate_hz=settings.rate_hz
+            )
+        )
+    if settings.kind == "replay":
+        from rynn_retarget.operator.replay import ReplaySource
+
+        if not settings.replay_path:
+            raise ValueError("source 'replay' needs replay_path (a recorded operator session file)")
+        return ReplaySource(settings.replay_path, realtime=True, loop=settings.replay_loop)
+    if settings.kind == "udp":
+        from rynn_retarget.operator.udp import UdpOperatorSource
+
+        return UdpOperatorSource(settings.udp_host, settings.udp_port)
+    if settings.kind == "openvr":
+        from rynn_retarget.operator.openvr_source import OpenVrTrackerSource
+
+        return OpenVrTrackerSource(settings.openvr_serials or {}, settings.rate_hz)
+    raise ValueError(f"unknown operator source {settings.kind!r}; choose one of {', '.join(SOURCE_KINDS)}")
+
+
+class OperatorFeed:
+    """Calls ``on_frame(frame)`` for every frame of ``source`` until ``stop()``.
+
+    An exception from ``on_frame`` (a frame the consumer cannot use) is counted
+    in ``errors`` and handed to ``on_error``; the feed keeps running.
+    """
+
+    def __init__(
+        self,
+        source: OperatorSource,
+        on_frame: Callable[[OperatorFrame], None],
+        rate_hz: float = 120.0,
+        epoch_s: float = 0.0,
+        clock: Callable[[], float] = time.time,
+        on_error: Callable[[Exception], None] = lambda error: None,
+    ):
+        self.source = source
+        self._on_frame = on_frame
+        self._on_error = on_error
+        self.errors = 0
+        self._period = 1.0 / rate_hz
+        self._epoch = epoch_s
+        self._clock = clock
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="operator-feed", daemon=True)
+
+    def start(self) -> "OperatorFeed":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.source.close()
+        self._thread.join(timeout=2.0)
+
+    def _run(self) -> None:
+        if isinstance(self.source, SyntheticOperator):
+            self._sample_clocked(self.source)
+            return
+        for frame in self.source.frames():
+            if self._stop.is_set():
+                return
+            self._deliver(frame)
+
+    def _deliver(self, frame: OperatorFrame) -> None:
+        try:
+            self._on_frame(frame)
+        except Exception as error:  # noqa: BLE001 - one bad frame must not end the stream
+            self.errors += 1
+            self._on_error(error)
+
+    def _sample_clocked(self, operator: SyntheticOperator) -> None:
+        next_tick = time.monotonic()
+        while not self._stop.is_set():
+            self._deliver(operator.frame_at(self._clock() - self._epoch))
+            next_tick += self._period
+            delay = next_tick - time.monotonic()
+            if delay > 0:
+                self._stop.wait(delay)
+            else:
+                next_tick = time.monotonic()  # fell behind: do not burst to catch up
