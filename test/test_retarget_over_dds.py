@@ -142,3 +142,71 @@ def test_retarget_node_follows_the_synthetic_operator(ros_node, operator_graph):
     correlation = min(hand_correlation(lag) for lag in lags)
     assert flexion.max() - flexion.min() > 0.3, f"right hand flexion only spans {np.ptp(flexion):.2f} rad"
     assert correlation < -0.7, f"hand flexion vs. synthetic openness correlation {correlation:.2f}"
+
+
+def test_bad_operator_input_is_counted_and_never_reaches_the_command(ros_node, start_process, tmp_path):
+    """NaN trackers, garbage hands and out-of-order samples: counted in /rynn/status,
+    the node keeps publishing finite commands, and calibration still works afterwards."""
+    from builtin_interfaces.msg import Time
+    from diagnostic_msgs.msg import DiagnosticArray
+    from geometry_msgs.msg import TransformStamped
+    from rynn_teleop_msgs.msg import BimanualSkeleton, RobotAction
+    from std_srvs.srv import Trigger
+    from tf2_msgs.msg import TFMessage
+
+    calibration_file = tmp_path / "calibration.yaml"
+    retarget = start_process(
+        ["-m", "rynn_retarget.nodes.retarget_node", "--ros-args", "-p", f"calibration_file:={calibration_file}"],
+        "retarget",
+    )
+    tracker = start_process(["-m", "rynn_retarget.nodes.tracker_node", "--ros-args", *SOURCE_ARGS], "tracker")
+    actions, reasons = [], {}
+    ros_node.create_subscription(RobotAction, "/rynn/action", lambda m: actions.append(np.array(m.positions)), RELIABLE)
+
+    def on_diagnostics(msg):
+        for status in msg.status:
+            if status.name.startswith("retarget_node"):
+                reasons.update({kv.key: int(kv.value) for kv in status.values if kv.key.split(".")[0] in ("rejected", "dropped")})
+
+    ros_node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, RELIABLE)
+    tf_pub = ros_node.create_publisher(TFMessage, "/tf", RELIABLE)
+    hands_pub = ros_node.create_publisher(BimanualSkeleton, "/rynn/operator/hands", RELIABLE)
+    assert wait_until(lambda: len(actions) > 50, 60.0, spin=ros_node.spin_once), read_log(retarget)
+
+    def tracker_msg(stamp: Time, value: float) -> TFMessage:
+        t = TransformStamped(child_frame_id="operator_chest")
+        t.header.frame_id, t.header.stamp = "operator_world", stamp
+        t.transform.translation.x = value
+        t.transform.rotation.w = 1.0
+        return TFMessage(transforms=[t])
+
+    old = Time(sec=1, nanosec=0)  # far older than the live stream: out of order
+    for _ in range(5):
+        tf_pub.publish(tracker_msg(ros_node.get_clock().now().to_msg(), float("nan")))
+        tf_pub.publish(tracker_msg(old, 0.0))
+        garbage = BimanualSkeleton()
+        garbage.left.confidence = [float("nan")] * 21
+        garbage.left.joints[3].x = float("inf")
+        garbage.left.valid = True
+        hands_pub.publish(garbage)
+        ros_node.spin_once(0.02)
+
+    def rejected_each() -> bool:
+        return (
+            reasons.get("rejected.tf_nonfinite", 0) >= 5
+            and reasons.get("dropped.tf_out_of_order", 0) >= 5
+            and reasons.get("rejected.guard_invalid_hand", 0) >= 1
+        )
+
+    assert wait_until(rejected_each, 20.0, spin=ros_node.spin_once), reasons
+    assert retarget.poll() is None, read_log(retarget)
+    assert np.isfinite(np.array(actions)).all()
+
+    client = ros_node.create_client(Trigger, "/retarget_node/calibrate")
+    assert client.wait_for_service(timeout_sec=20.0)
+    future = client.call_async(Trigger.Request())
+    assert wait_until(future.done, 20.0, spin=ros_node.spin_once)
+    assert future.result().success, future.result().message
+    saved = calibration_file.read_text()
+    assert "left:" in saved and "elbow_offset" in saved
+    assert tracker.poll() is None

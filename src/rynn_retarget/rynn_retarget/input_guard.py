@@ -8,7 +8,8 @@
 | tracker NaN/inf or not a rigid pose | last good pose held                         | nonfinite_tracker    |
 | tracker moved > max_tracker_jump_m  | last good pose held; accepted after         | tracker_jump         |
 |   since the last accepted sample    |   ``jump_accept_after`` consistent samples  | jump_accepted        |
-| hand invalid / NaN / low confidence | last good hand held                         | invalid_hand         |
+| hand reported lost (valid = false)  | last good hand held                         | hand_lost            |
+| hand NaN / low confidence           | last good hand held                         | invalid_hand         |
 |   / points beyond max_hand_extent_m |                                             |                      |
 | no accepted frame for stale_after_s | caller holds its last target                | stale (episodes)     |
 | IK residual above threshold         | best in-limit IK solution used (clamped)    | unreachable_{side}   |
@@ -43,6 +44,7 @@ COUNTER_NAMES = (
     "nonfinite_tracker",
     "tracker_jump",
     "jump_accepted",
+    "hand_lost",
     "invalid_hand",
     "stale",
     "unreachable_left",
@@ -149,8 +151,11 @@ class InputGuard:
         self._good_trackers[name] = pose
 
     def _accept_hand(self, side: str, hand) -> None:
-        if not isinstance(hand, HandSkeleton) or not hand.valid:
+        if not isinstance(hand, HandSkeleton):
             self.counters["invalid_hand"] += 1
+            return
+        if not hand.valid:
+            self.counters["hand_lost"] += 1
             return
         try:
             points = np.asarray(hand.points, dtype=np.float64)

@@ -53,6 +53,8 @@ from rynn_retarget.ros_conversions import (
 
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 SIDES = ("left", "right")
+# Guard counters that mean "not used" rather than "invalid" (TeleopStatus.dropped_inputs).
+GUARD_DROPS = {"out_of_order", "missing_tracker", "hand_lost", "stale"}
 
 
 def matrix_from_transform(transform) -> np.ndarray:
@@ -89,6 +91,7 @@ class RetargetNode(Node):
         self.hands: dict | None = None  # latest glove sample as arrays + receive time
         self.last_frame: OperatorFrame | None = None
         self.sequence = 0
+        self.last_tf_stamp = float("-inf")
         self.pending: OperatorFrame | None = None  # newest tracker sample not yet retargeted
         self.pending_ready = threading.Condition()
 
@@ -132,10 +135,18 @@ class RetargetNode(Node):
             name = self.tracker_by_frame.get(transform.child_frame_id)
             if name is None or transform.header.frame_id != self.world_frame:
                 continue
-            trackers[name] = matrix_from_transform(transform.transform)
+            pose = matrix_from_transform(transform.transform)
+            if not np.all(np.isfinite(pose)):
+                self.stats.reject("tf_nonfinite")
+                continue
+            trackers[name] = pose
             stamp = seconds_from_time(transform.header.stamp)
         if "chest" not in trackers:
-            return  # not an operator sample (other TF traffic, or a partial one)
+            return  # not an operator sample (other TF traffic, or a partial/invalid one)
+        if stamp <= self.last_tf_stamp:
+            self.stats.drop("tf_out_of_order")
+            return
+        self.last_tf_stamp = stamp
         frame = OperatorFrame(stamp=stamp, trackers=trackers)
         hands = self.hands
         if hands is not None and time.monotonic() - hands["received"] <= self.hands_timeout:
@@ -232,8 +243,10 @@ class RetargetNode(Node):
     def publish_status(self) -> None:
         with self.lock:
             for name, count in self.pipeline.counters.items():
-                if name != "accepted":
-                    self.stats.rejected[name] = count
+                if name in GUARD_DROPS:
+                    self.stats.dropped[f"guard_{name}"] = count
+                elif name != "accepted":
+                    self.stats.rejected[f"guard_{name}"] = count
             self.stats.rejected["smoother_rejected_target"] = self.smoother.counters["rejected_targets"]
         stamp = self.get_clock().now().to_msg()
         self.status_pub.publish(make_teleop_status(self.stats, self.get_name(), TeleopStatus.MODE_UNKNOWN, stamp))
