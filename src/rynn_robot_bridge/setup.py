@@ -19,6 +19,7 @@ setup(
     entry_points={
         "console_scripts": [
             "bridge_node = rynn_robot_bridge.nodes.bridge_node:main",
+            "sim_robot_node = rynn_robot_bridge.nodes.sim_robot_node:main",
         ],
     },
 )

@@ -53,6 +53,9 @@ class RobotConfig:
     def with_lcm_url(self, url: str) -> "RobotConfig":
         return replace(self, lcm=replace(self.lcm, url=url))
 
+    def with_sim(self, **changes) -> "RobotConfig":
+        return replace(self, sim=replace(self.sim, **changes))
+
 
 def default_config_path() -> Path | None:
     """``$RYNN_ROBOT_CONFIG``, else the repository's config/robot.yaml, else the installed copy."""

@@ -1,0 +1,45 @@
+"""sensor_msgs Image/CameraInfo exactly as realsense2_camera publishes its colour stream.
+
+Shared by the simulated robot node and the episode generator so both write
+the same topics, frame and encoding as the real camera.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from sensor_msgs.msg import CameraInfo, Image
+from std_msgs.msg import Header
+
+from rynn_retarget.description import CameraIntrinsics
+
+IMAGE_TOPIC = "/camera/camera/color/image_raw"
+CAMERA_INFO_TOPIC = "/camera/camera/color/camera_info"
+CAMERA_FRAME = "camera_color_optical_frame"
+
+
+def make_image(rgb: np.ndarray, stamp: Time, frame_id: str = CAMERA_FRAME) -> Image:
+    """An rgb8 Image from an (H, W, 3) uint8 array; ``ValueError`` on any other shape or dtype."""
+    if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.dtype != np.uint8:
+        raise ValueError(f"rgb8 needs an (H, W, 3) uint8 array, got {rgb.shape} {rgb.dtype}")
+    height, width = rgb.shape[:2]
+    msg = Image(header=Header(stamp=stamp, frame_id=frame_id), height=height, width=width, encoding="rgb8",
+                is_bigendian=0, step=width * 3)
+    msg.data = np.ascontiguousarray(rgb).tobytes()
+    return msg
+
+
+def make_camera_info(intrinsics: CameraIntrinsics, stamp: Time, frame_id: str = CAMERA_FRAME) -> CameraInfo:
+    """Pinhole CameraInfo with plumb_bob zero distortion, as the RealSense colour stream reports it."""
+    k = intrinsics.matrix()
+    projection = np.hstack([k, np.zeros((3, 1))])
+    return CameraInfo(
+        header=Header(stamp=stamp, frame_id=frame_id),
+        height=intrinsics.height,
+        width=intrinsics.width,
+        distortion_model="plumb_bob",
+        d=[0.0] * 5,
+        k=k.ravel().tolist(),
+        r=np.eye(3).ravel().tolist(),
+        p=projection.ravel().tolist(),
+    )
