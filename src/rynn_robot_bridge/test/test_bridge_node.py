@@ -1,0 +1,303 @@
+"""The bridge node in its own process, driven over real DDS and real LCM (UDP multicast).
+
+This test process plays every source: the real and digital cameras on the
+private topics, the operator's /rynn/action, and the robot on LCM (a perfect
+position servo that echoes accepted commands as its measured state and records
+every command it receives).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import lcm
+import numpy as np
+import pytest
+
+from rynn_retarget.action_layout import ACTION_DIM, joint_names
+from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
+from rynn_robot_bridge.lcm_protocol import MODE_HOLD, RobotState, decode_command, encode_state
+
+pytestmark = pytest.mark.ros
+
+WIDTH, HEIGHT, FRAME = 640, 480, "camera_color_optical_frame"
+MARKER = {"real": 60, "digital": 180}  # pixel value that tells the test which source a frame came from
+COMMAND_CHANNEL, STATE_CHANNEL = "TEST_BRIDGE_COMMAND", "TEST_BRIDGE_STATE"
+
+
+@pytest.fixture
+def helpers(request):
+    """The repository conftest's ``wait_until``/``read_log`` (this directory's conftest shadows the module name)."""
+    return request.config.pluginmanager.get_plugin(str(Path(__file__).resolve().parents[3] / "conftest.py"))
+
+
+class LcmRobot:
+    """The robot on LCM: publishes its state at 200 Hz, follows position commands, holds on hold commands."""
+
+    def __init__(self, url: str, start: np.ndarray):
+        self.position = start.copy()
+        self.commands: list = []  # decoded commands in arrival order
+        self.published_positions: set[tuple] = set()
+        self.publishing = threading.Event()
+        self.publishing.set()
+        self._out, self._in = lcm.LCM(url), lcm.LCM(url)
+        self._in.subscribe(COMMAND_CHANNEL, self._on_command)
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._publish_states, daemon=True),
+                         threading.Thread(target=self._receive, daemon=True)]
+        for thread in self._threads:
+            thread.start()
+
+    def _on_command(self, _channel, data):
+        command = decode_command(data)
+        self.commands.append(command)
+        if command.enable and command.mode != MODE_HOLD:
+            self.position = command.position.copy()
+
+    def _receive(self):
+        while not self._stop.is_set():
+            self._in.handle_timeout(20)
+
+    def _publish_states(self):
+        sequence = 0
+        while not self._stop.wait(0.005):
+            if not self.publishing.is_set():
+                continue
+            sequence += 1
+            position = self.position
+            self.published_positions.add(tuple(position))
+            zeros = np.zeros(ACTION_DIM)
+            self._out.publish(STATE_CHANNEL, encode_state(RobotState(0, sequence, -1, 0, position, zeros, zeros, 0, 0, 0, 0, 0, 0, 0, 0)))
+
+    def commands_sent_after(self, wall_time: float) -> list:
+        """Commands the bridge encoded after ``wall_time`` (their utime is the sender's wall clock)."""
+        return [c for c in list(self.commands) if c.utime > wall_time * 1e6]
+
+    def close(self):
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=1.0)
+
+
+class Operator:
+    """The test's ROS side: both camera sources, the action stream, and a consumer of every canonical topic."""
+
+    def __init__(self, node, action: np.ndarray):
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from sensor_msgs.msg import CameraInfo, Image, JointState
+        from std_msgs.msg import Header, String
+
+        from rynn_teleop_msgs.msg import RobotAction, TeleopStatus
+        from rynn_teleop_msgs.srv import SetMode
+
+        self.node, self.Header, self.Image, self.CameraInfo = node, Header, Image, CameraInfo
+        self.RobotAction, self.SetMode = RobotAction, SetMode
+        self.action = action.copy()
+        self.sending_actions = True
+        self.sources_on = {"real": True, "digital": True}
+        self.pixels = {name: bytes([value]) * (WIDTH * HEIGHT * 3) for name, value in MARKER.items()}
+        self.image_pubs = {name: node.create_publisher(Image, f"/rynn/{name}/camera/color/image_raw", 2) for name in MARKER}
+        self.info_pubs = {name: node.create_publisher(CameraInfo, f"/rynn/{name}/camera/color/camera_info", 2) for name in MARKER}
+        self.action_pub = node.create_publisher(RobotAction, "/rynn/action", 10)
+        self.frames: list[tuple[str, int, object]] = []  # (source, stamp ns, image) on the reliable canonical subscriber
+        self.best_effort_frames = 0
+        self.infos = []
+        self.joint_states = []
+        self.modes: list[str] = []
+        self.statuses = []
+        reliable = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
+        best_effort = QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT)
+        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        node.create_subscription(Image, "/camera/camera/color/image_raw", self._on_frame, reliable)
+        node.create_subscription(Image, "/camera/camera/color/image_raw", self._on_best_effort_frame, best_effort)
+        node.create_subscription(CameraInfo, "/camera/camera/color/camera_info", self.infos.append, reliable)
+        node.create_subscription(JointState, "/joint_states", self.joint_states.append, 50)
+        node.create_subscription(String, "/rynn/mode", lambda m: self.modes.append(m.data), latched)
+        node.create_subscription(TeleopStatus, "/rynn/status", self.statuses.append, 10)
+        self.set_mode_client = node.create_client(SetMode, "/rynn/set_mode")
+        node.create_timer(1 / 15, self._publish_frames)
+        node.create_timer(1 / 50, self._publish_action)
+        self._action_sequence = 0
+
+    def _publish_frames(self):
+        stamp = self.node.get_clock().now().to_msg()
+        for name, on in self.sources_on.items():
+            if not on:
+                continue
+            header = self.Header(stamp=stamp, frame_id=FRAME)
+            image = self.Image(header=header, height=HEIGHT, width=WIDTH, encoding="rgb8", step=WIDTH * 3)
+            image.data = self.pixels[name]
+            self.image_pubs[name].publish(image)
+            info = self.CameraInfo(header=header, height=HEIGHT, width=WIDTH, distortion_model="plumb_bob")
+            info.k = [600.0 + MARKER[name], 0.0, 320.0, 0.0, 600.0, 240.0, 0.0, 0.0, 1.0]
+            self.info_pubs[name].publish(info)
+
+    def _publish_action(self):
+        if not self.sending_actions:
+            return
+        self._action_sequence += 1
+        msg = self.RobotAction(sequence=self._action_sequence)
+        msg.header.stamp = self.node.get_clock().now().to_msg()
+        msg.positions = self.action
+        self.action_pub.publish(msg)
+
+    def _on_frame(self, image):
+        source = next(name for name, value in MARKER.items() if image.data[0] == value)
+        self.frames.append((source, image.header.stamp.sec * 10**9 + image.header.stamp.nanosec, image))
+
+    def _on_best_effort_frame(self, _image):
+        self.best_effort_frames += 1
+
+    def now_ns(self) -> int:
+        return self.node.get_clock().now().nanoseconds
+
+    def faults(self) -> list[str]:
+        return list(self.statuses[-1].faults) if self.statuses else []
+
+
+def start_bridge(start_process, lcm_url: str, start_mode: str):
+    return start_process(
+        ["-m", "rynn_robot_bridge.nodes.bridge_node", "--ros-args",
+         "-p", f"start_mode:={start_mode}", "-p", f"lcm_url:={lcm_url}",
+         "-p", f"lcm_command_channel:={COMMAND_CHANNEL}", "-p", f"lcm_state_channel:={STATE_CHANNEL}",
+         # generous timeouts: two loaded CPU cores run the bridge, the robot and the test
+         "-p", "action_timeout_ms:=300.0", "-p", "state_timeout_ms:=500.0", "-p", "camera_stall_timeout_ms:=600.0",
+         "-p", "status_rate_hz:=20.0"],
+        "bridge",
+    )
+
+
+def motion_segments(commands) -> list[np.ndarray]:
+    """Positions of consecutive motion commands, split wherever a hold interrupts them."""
+    segments, current = [], []
+    for command in commands:
+        if command.enable and command.mode != MODE_HOLD:
+            current.append(command.position)
+        elif current:
+            segments.append(np.array(current))
+            current = []
+    return segments + ([np.array(current)] if current else [])
+
+
+def set_mode(operator: Operator, node, wait_until, mode: int):
+    """Call /rynn/set_mode; returns (response, wall time before the request, ROS time in ns after the response)."""
+    assert wait_until(lambda: operator.set_mode_client.service_is_ready(), 30.0, spin=node.spin_once)
+    requested = time.time()
+    future = operator.set_mode_client.call_async(operator.SetMode.Request(mode=mode))
+    assert wait_until(future.done, 10.0, spin=node.spin_once)
+    return future.result(), requested, operator.now_ns()
+
+
+def test_real_digital_real_round_trip(ros_node, start_process, helpers, lcm_url):
+    wait_until, read_log = helpers.wait_until, helpers.read_log
+    limits = joint_limits_from_urdf()
+    home = limits.clamp(np.zeros(ACTION_DIM))
+    first_target = home.copy()
+    first_target[:3] += 0.05
+    robot = LcmRobot(lcm_url, home)
+    operator = Operator(ros_node, first_target)
+    bridge = start_bridge(start_process, lcm_url, "real")
+    spin = ros_node.spin_once
+    try:
+        SetMode = operator.SetMode
+        # Real mode: the robot is brought to the operator's command and /joint_states is its measured state.
+        assert wait_until(lambda: operator.modes[-1:] == ["real"], 30.0, spin=spin), read_log(bridge)
+        assert wait_until(lambda: np.allclose(robot.position, first_target, atol=1e-9), 30.0, spin=spin), read_log(bridge)
+        assert wait_until(lambda: len(operator.joint_states) > 20 and np.allclose(operator.joint_states[-1].position, first_target), 10.0, spin=spin)
+        assert list(operator.joint_states[-1].name) == joint_names()
+        assert all(tuple(js.position) in robot.published_positions for js in operator.joint_states[-20:])
+        assert wait_until(lambda: sum(1 for s, _, _ in operator.frames if s == "real") >= 5, 20.0, spin=spin)
+        assert {s for s, _, _ in operator.frames} == {"real"}
+        assert wait_until(lambda: operator.best_effort_frames > 0, 10.0, spin=spin)  # best-effort consumers match too
+        assert wait_until(lambda: operator.infos, 5.0, spin=spin) and operator.infos[-1].k[0] == 600.0 + MARKER["real"]
+
+        # Real -> digital: no real frame published after the response, no command reaches the robot.
+        response, _, switched_ros = set_mode(operator, ros_node, wait_until, SetMode.Request.MODE_DIGITAL)
+        answered_wall = time.time()
+        assert response.success and response.previous_mode == SetMode.Request.MODE_REAL, response.message
+        second_target = first_target.copy()
+        second_target[7:10] -= 0.1
+        operator.action = second_target
+        assert wait_until(lambda: operator.modes[-1:] == ["digital"], 5.0, spin=spin)
+        assert wait_until(lambda: np.allclose(operator.joint_states[-1].position, second_target), 10.0, spin=spin)
+        assert wait_until(lambda: sum(1 for s, t, _ in operator.frames if s == "digital" and t > switched_ros) >= 5, 10.0, spin=spin)
+        assert not [t for s, t, _ in operator.frames if s == "real" and t >= switched_ros]
+        assert robot.commands_sent_after(answered_wall) == []
+        np.testing.assert_array_equal(robot.position, first_target)  # the real robot stayed where it was
+        assert wait_until(lambda: operator.infos[-1].k[0] == 600.0 + MARKER["digital"], 5.0, spin=spin)
+
+        # Digital -> real: approach from the measured pose (no jump), then follow the command.
+        response, requested_wall, switched_ros = set_mode(operator, ros_node, wait_until, SetMode.Request.MODE_REAL)
+        assert response.success and "approaching the operator command" in response.message, response.message
+        assert wait_until(lambda: np.allclose(robot.position, second_target, atol=1e-9), 20.0, spin=spin), read_log(bridge)
+        resumed = robot.commands_sent_after(requested_wall)
+        assert np.abs(resumed[0].position - first_target).max() < 0.01  # the first command starts at the measured pose
+        # Between holds (a loaded machine can starve the action stream), arms move at the reduced approach
+        # velocity (0.5 rad/s), then track within the 0.005 rad hand-over tolerance; the URDF limit alone
+        # would allow 2.6 rad/s = 0.013 rad per step.
+        for moving in motion_segments(resumed):
+            assert np.abs(np.diff(moving, axis=0))[:, :14].max(initial=0.0) <= 0.005 + 1e-9
+        assert wait_until(lambda: sum(1 for s, t, _ in operator.frames if s == "real" and t > switched_ros) >= 5, 10.0, spin=spin)
+        assert not [t for s, t, _ in operator.frames if s == "digital" and t >= switched_ros]
+        formats = {(f.encoding, f.width, f.height, f.header.frame_id) for _, _, f in operator.frames}
+        assert formats == {("rgb8", WIDTH, HEIGHT, FRAME)}
+        for source in MARKER:  # never a repeated or reordered frame
+            stamps = [t for s, t, _ in operator.frames if s == source]
+            assert stamps == sorted(set(stamps))
+
+        # Stale actions -> the bridge sends holds; status reports it.
+        operator.sending_actions = False
+        stopped = time.time()
+        assert wait_until(lambda: any(c.mode == MODE_HOLD and not c.enable for c in robot.commands_sent_after(stopped)), 5.0, spin=spin)
+        assert wait_until(lambda: any("real robot holding" in f for f in operator.faults()), 5.0, spin=spin)
+
+        # LCM state silent -> status fault.
+        robot.publishing.clear()
+        assert wait_until(lambda: any("robot LCM state silent" in f for f in operator.faults()), 5.0, spin=spin)
+
+        # An invalid mode is an error response, the mode stays.
+        response, _, _ = set_mode(operator, ros_node, wait_until, 7)
+        assert not response.success and "invalid mode 7" in response.message
+        assert operator.modes[-1] == "real"
+    finally:
+        robot.close()
+
+
+def test_world_model_stall_and_refused_switch_without_robot_state(ros_node, start_process, helpers, lcm_url):
+    wait_until, read_log = helpers.wait_until, helpers.read_log
+    listener = lcm.LCM(lcm_url)
+    commands = []
+    listener.subscribe(COMMAND_CHANNEL, lambda _c, data: commands.append(data))
+    operator = Operator(ros_node, joint_limits_from_urdf().clamp(np.zeros(ACTION_DIM)))
+
+    def spin():
+        ros_node.spin_once()
+        listener.handle_timeout(0)
+
+    bridge = start_bridge(start_process, lcm_url, "digital")
+    SetMode = operator.SetMode
+    assert wait_until(lambda: operator.modes[-1:] == ["digital"], 30.0, spin=spin), read_log(bridge)
+    assert wait_until(lambda: sum(1 for s, _, _ in operator.frames if s == "digital") >= 5, 20.0, spin=spin), read_log(bridge)
+    assert wait_until(lambda: any("robot state unknown" in f for f in operator.faults()), 5.0, spin=spin)
+    assert wait_until(lambda: operator.joint_states, 5.0, spin=spin)  # the virtual robot, fed by the actions
+
+    # No robot state has ever arrived: the switch to real is refused with the reason.
+    response, _, _ = set_mode(operator, ros_node, wait_until, SetMode.Request.MODE_REAL)
+    assert not response.success and response.message == "refusing to switch to real: robot state unknown: no LCM state received yet"
+    assert response.previous_mode == SetMode.Request.MODE_DIGITAL and operator.modes[-1] == "digital"
+
+    # The world model dies: a fault, and the canonical camera goes quiet (no stale frame, no real frame).
+    operator.sources_on["digital"] = False
+    assert wait_until(lambda: any("digital camera stalled" in f for f in operator.faults()), 5.0, spin=spin), read_log(bridge)
+    stalled_at, statuses_seen = len(operator.frames), len(operator.statuses)
+    assert wait_until(lambda: len(operator.statuses) >= statuses_seen + 10, 5.0, spin=spin)  # another 0.5 s of status
+    assert len(operator.frames) == stalled_at and {s for s, _, _ in operator.frames} == {"digital"}
+
+    # It comes back: frames flow again and the fault clears.
+    operator.sources_on["digital"] = True
+    assert wait_until(lambda: len(operator.frames) > stalled_at + 3 and not any("camera" in f for f in operator.faults()), 10.0, spin=spin)
+    stamps = [t for _, t, _ in operator.frames]
+    assert stamps == sorted(set(stamps))  # never a repeated or reordered frame
+    assert commands == []  # digital mode never sends anything on LCM
