@@ -20,3 +20,9 @@ def lcm_url() -> str:
     """Multicast URL on a port unique to this session's ROS_DOMAIN_ID, so parallel runs never cross-talk."""
     port = 7700 + int(os.environ.get("ROS_DOMAIN_ID", "0")) * 3 + os.getpid() % 3
     return f"udpm://239.255.76.67:{port}?ttl=0"
+
+
+@pytest.fixture
+def repo_conftest(request):
+    """The repository conftest module (``wait_until``, ``read_log``): this file shadows its module name."""
+    return request.config.pluginmanager.get_plugin(str(REPO_ROOT / "conftest.py"))
