@@ -15,10 +15,12 @@ class FrameClockResampler:
         self.period = 1.0 / fps
         self._samples: deque = deque(maxlen=max_samples)
         self._clock: float | None = None
+        self.last_ticks: list[float] = []  # clock times of the frames the last take() returned
 
     def reset(self) -> None:
         self._samples.clear()
         self._clock = None
+        self.last_ticks = []
 
     def __len__(self) -> int:
         return len(self._samples)
@@ -31,6 +33,7 @@ class FrameClockResampler:
     def take(self, count: int) -> list | None:
         """The samples for the next `count` model frames, or None when nothing has arrived yet."""
         if not self._samples:
+            self.last_ticks = []
             return None
         newest = self._samples[-1][0]
         if self._clock is None:
@@ -38,6 +41,7 @@ class FrameClockResampler:
         if newest - self._clock > count * self.period:  # behind: catch up so the block ends on the newest
             self._clock = newest - (count - 1) * self.period
         ticks = [self._clock + i * self.period for i in range(count)]
+        self.last_ticks = ticks
         picked = [self._newest_at(t) for t in ticks]
         self._clock = ticks[-1] + self.period
         while len(self._samples) > 1 and self._samples[1][0] <= ticks[-1]:  # keep the held sample

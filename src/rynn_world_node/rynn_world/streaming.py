@@ -86,6 +86,7 @@ class StreamingWorldModel:
         self._last_frame: np.ndarray | None = None
         self._frames_since_anchor = 0
         self._ready = False
+        self.last_stamps: list[float] = []
 
     # ---- stream control ---------------------------------------------------------------------
 
@@ -122,13 +123,18 @@ class StreamingWorldModel:
         self.resampler.push(sample, time.monotonic() if stamp is None else stamp)
 
     def step(self) -> np.ndarray:
-        """Generate the next 4 * block_frames video frames, (n, H, W, 3) uint8 RGB."""
+        """Generate the next 4 * block_frames video frames, (n, H, W, 3) uint8 RGB.
+
+        ``last_stamps`` then holds the time each frame represents (its skeleton's clock
+        tick, on the stamps' clock), or is empty when no skeleton had arrived (null action).
+        """
         if not self._ready:
             raise RuntimeError("StreamingWorldModel.reset(reference_rgb) must be called before step()")
         if self.reanchor_every is not None and self._frames_since_anchor >= self.reanchor_every:
             self.reset(self._last_frame)
         start = time.perf_counter()
         skeletons = self._render(self.resampler.take(self.frames_per_step))
+        self.last_stamps = list(self.resampler.last_ticks)
         t_render = time.perf_counter()
         with torch.no_grad():
             control = self.encoder.push(rgb_to_tensor(skeletons, self.device, self.dtype))
