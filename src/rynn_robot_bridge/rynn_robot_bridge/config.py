@@ -69,7 +69,7 @@ def default_config_path() -> Path | None:
 
         installed = Path(get_package_share_directory("rynn_world")) / "config" / "robot.yaml"
         return installed if installed.is_file() else None
-    except (ImportError, LookupError):
+    except (ImportError, LookupError, OSError):  # not installed, or no ament environment
         return None
 
 

@@ -65,8 +65,10 @@ class SimulatedRobot:
     def timestep(self) -> float:
         return float(self.model.opt.timestep)
 
-    def reset(self) -> None:
-        """Robot at the home pose, objects at their (seeded) initial poses, at rest."""
+    def reset(self, joint_positions: np.ndarray | None = None) -> None:
+        """Robot at rest at ``joint_positions`` (default: home), objects at their seeded initial poses."""
+        if joint_positions is not None:
+            self.home_pose = np.clip(np.asarray(joint_positions, dtype=np.float64), self.limits.lower, self.limits.upper)
         mujoco.mj_resetData(self.model, self.data)
         self.data.qpos[self._qpos] = self.home_pose
         self.task.place_objects(self.model, self.data)

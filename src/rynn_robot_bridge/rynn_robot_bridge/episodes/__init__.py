@@ -1,0 +1,1 @@
+"""Paired (robot video, operator skeleton, 54-D action) episodes from the simulated robot."""

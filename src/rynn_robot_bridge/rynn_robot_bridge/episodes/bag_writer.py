@@ -1,0 +1,154 @@
+"""Write one episode as a rosbag2 MCAP bag with ``rosbags`` (no ROS install needed).
+
+Messages are the standard Jazzy types plus rynn_teleop_msgs, registered from
+the project's own .msg files so the bag's type definitions are exactly the
+ones the ROS nodes use, and ``ros2 bag info`` / any rosbag2 reader opens it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from rosbags.rosbag2 import StoragePlugin, Writer
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+from rynn_retarget.action_layout import joint_names
+from rynn_retarget.description import CameraIntrinsics
+
+CAMERA_FRAME = "camera_color_optical_frame"
+TOPICS = {
+    "image": ("/camera/camera/color/image_raw", "sensor_msgs/msg/Image"),
+    "camera_info": ("/camera/camera/color/camera_info", "sensor_msgs/msg/CameraInfo"),
+    "reference_image": ("/rynn/reference_image", "sensor_msgs/msg/Image"),
+    "skeleton": ("/rynn/operator_skeleton", "rynn_teleop_msgs/msg/BimanualSkeleton"),
+    "skeleton_pixels": ("/rynn/operator_skeleton_pixels", "std_msgs/msg/Float32MultiArray"),
+    "action": ("/rynn/action", "rynn_teleop_msgs/msg/RobotAction"),
+    "joint_states": ("/joint_states", "sensor_msgs/msg/JointState"),
+    "episode": ("/rynn/episode", "std_msgs/msg/String"),
+}
+
+
+def teleop_msg_dir() -> Path:
+    """rynn_teleop_msgs' .msg files: the installed share directory, else the source tree."""
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        installed = Path(get_package_share_directory("rynn_teleop_msgs")) / "msg"
+        if installed.is_dir():
+            return installed
+    except (ImportError, LookupError, OSError):  # not installed, or no ament environment
+        pass
+    source = Path(__file__).resolve().parents[3] / "rynn_teleop_msgs" / "msg"
+    if not source.is_dir():
+        raise FileNotFoundError("rynn_teleop_msgs .msg files not found (neither installed nor in the source tree)")
+    return source
+
+
+def make_typestore():
+    store = get_typestore(Stores.ROS2_JAZZY)
+    types = {}
+    for path in sorted(teleop_msg_dir().glob("*.msg")):
+        types.update(get_types_from_msg(path.read_text(), f"rynn_teleop_msgs/msg/{path.stem}"))
+    store.register(types)
+    return store
+
+
+class EpisodeBagWriter:
+    """One open bag; ``write_*`` take NumPy data and a time in nanoseconds."""
+
+    def __init__(self, path: Path, intrinsics: CameraIntrinsics):
+        self.store = make_typestore()
+        self.types = self.store.types
+        self.intrinsics = intrinsics
+        self._writer = Writer(path, version=9, storage_plugin=StoragePlugin.MCAP)
+        self._writer.open()
+        self._connections = {
+            key: self._writer.add_connection(topic, msgtype, typestore=self.store) for key, (topic, msgtype) in TOPICS.items()
+        }
+        self._joint_names = joint_names()
+        self._action_sequence = 0
+
+    def close(self, custom_data: dict[str, str]) -> None:
+        for key, value in custom_data.items():
+            self._writer.set_custom_data(key, value)
+        self._writer.close()
+
+    def _write(self, key: str, msg, stamp_ns: int) -> None:
+        msgtype = TOPICS[key][1]
+        self._writer.write(self._connections[key], stamp_ns, self.store.serialize_cdr(msg, msgtype))
+
+    def _header(self, stamp_ns: int, frame_id: str):
+        Time = self.types["builtin_interfaces/msg/Time"]
+        return self.types["std_msgs/msg/Header"](stamp=Time(sec=stamp_ns // 10**9, nanosec=stamp_ns % 10**9), frame_id=frame_id)
+
+    def _image(self, rgb: np.ndarray, stamp_ns: int):
+        height, width = rgb.shape[:2]
+        return self.types["sensor_msgs/msg/Image"](
+            header=self._header(stamp_ns, CAMERA_FRAME), height=height, width=width, encoding="rgb8",
+            is_bigendian=0, step=width * 3, data=np.ascontiguousarray(rgb, dtype=np.uint8).reshape(-1),
+        )
+
+    def write_reference_image(self, rgb: np.ndarray, stamp_ns: int) -> None:
+        self._write("reference_image", self._image(rgb, stamp_ns), stamp_ns)
+
+    def write_frame(self, rgb: np.ndarray, stamp_ns: int) -> None:
+        """Image and CameraInfo under one stamp, as realsense2_camera publishes them."""
+        self._write("image", self._image(rgb, stamp_ns), stamp_ns)
+        k = self.intrinsics.matrix()
+        RegionOfInterest = self.types["sensor_msgs/msg/RegionOfInterest"]
+        info = self.types["sensor_msgs/msg/CameraInfo"](
+            header=self._header(stamp_ns, CAMERA_FRAME), height=self.intrinsics.height, width=self.intrinsics.width,
+            distortion_model="plumb_bob", d=np.zeros(5), k=k.ravel(), r=np.eye(3).ravel(),
+            p=np.hstack([k, np.zeros((3, 1))]).ravel(), binning_x=0, binning_y=0,
+            roi=RegionOfInterest(x_offset=0, y_offset=0, height=0, width=0, do_rectify=False),
+        )
+        self._write("camera_info", info, stamp_ns)
+
+    def write_skeleton(self, points_camera: np.ndarray, valid: np.ndarray, stamp_ns: int) -> None:
+        """Both hands (2, 21, 3) in the camera optical frame, and their (u, v, depth) projection."""
+        Point = self.types["geometry_msgs/msg/Point"]
+        Hand = self.types["rynn_teleop_msgs/msg/HandSkeleton"]
+        header = self._header(stamp_ns, CAMERA_FRAME)
+        hands = [
+            Hand(header=header, side=side, joints=[Point(x=float(x), y=float(y), z=float(z)) for x, y, z in points],
+                 confidence=np.full(21, 1.0 if ok else 0.0, dtype=np.float32), valid=bool(ok))
+            for side, (points, ok) in enumerate(zip(points_camera, valid))
+        ]
+        self._write("skeleton", self.types["rynn_teleop_msgs/msg/BimanualSkeleton"](
+            header=header, left=hands[0], right=hands[1], left_elbow=Point(x=0.0, y=0.0, z=0.0),
+            right_elbow=Point(x=0.0, y=0.0, z=0.0), left_elbow_valid=False, right_elbow_valid=False,
+        ), stamp_ns)
+        Layout = self.types["std_msgs/msg/MultiArrayLayout"]
+        Dim = self.types["std_msgs/msg/MultiArrayDimension"]
+        pixels = skeleton_pixels(points_camera, self.intrinsics).astype(np.float32)
+        layout = Layout(dim=[Dim(label="hand", size=2, stride=126), Dim(label="joint", size=21, stride=63),
+                             Dim(label="u_v_depth", size=3, stride=3)], data_offset=0)
+        self._write("skeleton_pixels", self.types["std_msgs/msg/Float32MultiArray"](layout=layout, data=pixels.ravel()),
+                    stamp_ns)
+
+    def write_action(self, positions: np.ndarray, stamp_ns: int) -> None:
+        self._action_sequence += 1
+        msg = self.types["rynn_teleop_msgs/msg/RobotAction"](
+            header=self._header(stamp_ns, "base_link"), positions=np.asarray(positions, dtype=np.float64),
+            sequence=self._action_sequence,
+        )
+        self._write("action", msg, stamp_ns)
+
+    def write_joint_state(self, position, velocity, effort, stamp_ns: int) -> None:
+        msg = self.types["sensor_msgs/msg/JointState"](
+            header=self._header(stamp_ns, ""), name=self._joint_names, position=np.asarray(position, float),
+            velocity=np.asarray(velocity, float), effort=np.asarray(effort, float),
+        )
+        self._write("joint_states", msg, stamp_ns)
+
+    def write_episode_summary(self, summary: dict, stamp_ns: int) -> None:
+        self._write("episode", self.types["std_msgs/msg/String"](data=json.dumps(summary, sort_keys=True)), stamp_ns)
+
+
+def skeleton_pixels(points_camera: np.ndarray, intrinsics: CameraIntrinsics) -> np.ndarray:
+    """(2, 21, 3): pixel u, v and camera-space depth z of every joint of both hands."""
+    points = np.asarray(points_camera, dtype=np.float64).reshape(-1, 3)
+    uv = intrinsics.project(points)
+    return np.column_stack([uv, points[:, 2]]).reshape(2, 21, 3)

@@ -1,0 +1,88 @@
+"""Generate paired episodes: ``python -m rynn_robot_bridge.episodes.generate --episodes N --seed S --out DIR``.
+
+Per episode: ``<out>/<task>/episode_NNNN/`` with ``bag/`` (rosbag2 MCAP),
+``frames.npz`` (frame-aligned arrays for fast training reads) and
+``episode.json``. An episode is built in a ``.partial`` directory and renamed
+into place when complete, so a crash never leaves a half-written episode, and
+a re-run skips finished ones (resumable). ``<out>/index.json`` lists them all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+import rynn_robot_bridge.sim  # noqa: F401  (headless GL before mujoco loads)
+from rynn_robot_bridge.episodes.rollout import EpisodeSettings, episode_seed, record_episode
+from rynn_robot_bridge.sim.scenes import TASKS
+
+INDEX_NAME = "index.json"
+
+
+def episode_dir(out: Path, task: str, index: int) -> Path:
+    return out / task / f"episode_{index:04d}"
+
+
+def generate(out: Path, tasks: list[str], episodes: int, seed: int, settings: EpisodeSettings,
+             progress: bool = True) -> list[dict]:
+    """Record every missing episode; return the index entries of all finished ones."""
+    jobs = [(task, i) for task in tasks for i in range(episodes)]
+    todo = [(task, i) for task, i in jobs if not (episode_dir(out, task, i) / "episode.json").is_file()]
+    for task, index in tqdm(todo, desc="episodes", unit="ep", disable=not progress):
+        _record_one(out, task, index, episode_seed(seed, task, index), settings)
+        write_index(out)
+    return write_index(out)
+
+
+def _record_one(out: Path, task: str, index: int, seed: int, settings: EpisodeSettings) -> None:
+    final = episode_dir(out, task, index)
+    partial = final.with_name(final.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)  # left over from an interrupted run
+    partial.mkdir(parents=True)
+    try:
+        summary, frames = record_episode(task, seed, settings, partial / "bag")
+        np.savez(partial / "frames.npz", **frames)
+        summary.update(episode=index, bag=f"{task}/{final.name}/bag", frames_file=f"{task}/{final.name}/frames.npz")
+        (partial / "episode.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
+        os.replace(partial, final)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+
+
+def write_index(out: Path) -> list[dict]:
+    """``index.json``: every finished episode's summary, sorted by task and episode (written atomically)."""
+    entries = [json.loads(p.read_text()) for p in sorted(out.glob("*/episode_[0-9][0-9][0-9][0-9]/episode.json"))]
+    entries.sort(key=lambda e: (e["task"], e["episode"]))
+    tmp = out / (INDEX_NAME + ".tmp")
+    tmp.write_text(json.dumps({"episodes": entries}, indent=2, sort_keys=True))
+    os.replace(tmp, out / INDEX_NAME)
+    return entries
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
+    parser.add_argument("--episodes", type=int, default=1, help="episodes per task")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--duration", type=float, default=EpisodeSettings.duration_s, help="seconds per episode")
+    parser.add_argument("--fps", type=float, default=EpisodeSettings.fps)
+    parser.add_argument("--width", type=int, default=EpisodeSettings.image_width)
+    parser.add_argument("--height", type=int, default=EpisodeSettings.image_height)
+    args = parser.parse_args(argv)
+    settings = EpisodeSettings(duration_s=args.duration, fps=args.fps, image_width=args.width, image_height=args.height)
+    args.out.mkdir(parents=True, exist_ok=True)
+    entries = generate(args.out, args.tasks, args.episodes, args.seed, settings)
+    successes = sum(e["success"] for e in entries)
+    print(f"{len(entries)} episodes in {args.out} ({successes} successful); index: {args.out / INDEX_NAME}")
+
+
+if __name__ == "__main__":
+    main()

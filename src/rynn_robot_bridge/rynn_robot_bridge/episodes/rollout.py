@@ -1,0 +1,110 @@
+"""One paired episode: synthetic operator -> real retargeting -> simulated robot -> bag.
+
+Runs in-process and as fast as the CPU allows (the simulator is stepped, not
+paced), but on the same clocks as the live system: operator frames and
+smoothed commands at 200 Hz, physics at 500 Hz, camera frames at 16 FPS.
+Everything is a function of the seed, so an episode can be regenerated bit
+for bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rynn_retarget.description import D435I_COLOR
+from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig
+from rynn_retarget.pipeline import RetargetPipeline
+from rynn_robot_bridge.episodes.bag_writer import EpisodeBagWriter, skeleton_pixels
+from rynn_robot_bridge.sim.scenes import TASKS
+from rynn_robot_bridge.sim.simulator import SimulatedRobot
+
+# The operator script that best matches each task (the synthetic operator is not object-aware).
+TASK_MOTIONS = {
+    "dual_picking": "grasp",
+    "block_pushing": "push",
+    "bimanual_lifting": "bimanual_lift",
+    "lid_placement": "pinch",
+}
+
+
+@dataclass(frozen=True)
+class EpisodeSettings:
+    duration_s: float = 4.0
+    fps: float = 16.0
+    command_rate_hz: float = 200.0
+    control_rate_hz: float = 500.0
+    image_width: int = 640
+    image_height: int = 480
+
+
+def episode_seed(base_seed: int, task: str, index: int) -> int:
+    """Independent, reproducible seed per (run seed, task, episode index)."""
+    return int(np.random.SeedSequence([base_seed, TASKS.index(task), index]).generate_state(1)[0])
+
+
+def record_episode(task: str, seed: int, settings: EpisodeSettings, bag_path: Path) -> tuple[dict, dict]:
+    """Write the bag at ``bag_path`` (must not exist); return (summary, frame-aligned arrays)."""
+    intrinsics = D435I_COLOR.scaled(settings.image_width, settings.image_height)
+    robot = SimulatedRobot(task, seed=seed, camera=intrinsics, control_rate_hz=settings.control_rate_hz)
+    pipeline = RetargetPipeline()
+    operator = SyntheticOperator(
+        SyntheticOperatorConfig(motion=TASK_MOTIONS[task], seed=seed, period_s=settings.duration_s)
+    )
+    pipeline.calibrate(operator.frame_at(0.0))
+    robot.reset(pipeline.neutral_action())
+    smoother = pipeline.make_smoother()
+    writer = EpisodeBagWriter(bag_path, intrinsics)
+    frames = {"stamp_ns": [], "action": [], "joint_position": [], "skeleton_uvd": [], "skeleton_valid": []}
+    try:
+        writer.write_reference_image(robot.render(), 0)
+        skeleton, skeleton_valid = np.zeros((2, 21, 3)), np.zeros(2, dtype=bool)
+        command_period = 1.0 / settings.command_rate_hz
+        next_frame_s = 0.0
+        for tick in range(int(round(settings.duration_s * settings.command_rate_hz))):
+            t = tick * command_period
+            output = pipeline.step(operator.frame_at(t), t)
+            if output is not None:
+                smoother.set_target(output.action)
+                skeleton, skeleton_valid = output.skeleton_camera, output.skeleton_valid
+            command, velocity = smoother.step()
+            robot.set_joint_targets(command, velocity)
+            stamp = _ns(t)
+            writer.write_action(command, stamp)
+            if t + 1e-9 >= next_frame_s:
+                next_frame_s += 1.0 / settings.fps
+                writer.write_frame(robot.render(), stamp)
+                writer.write_skeleton(skeleton, skeleton_valid, stamp)
+                frames["stamp_ns"].append(stamp)
+                frames["action"].append(command.copy())
+                frames["joint_position"].append(robot.joint_positions())
+                frames["skeleton_uvd"].append(skeleton_pixels(skeleton, intrinsics))
+                frames["skeleton_valid"].append(skeleton_valid.copy())
+            while robot.time < t + command_period - 1e-9:
+                robot.step()
+            writer.write_joint_state(robot.joint_positions(), robot.joint_velocities(), robot.joint_efforts(),
+                                     _ns(robot.time))
+        success = robot.task.success(robot.model, robot.data)
+        summary = {
+            "task": task,
+            "seed": seed,
+            "success": bool(success),
+            "frames": len(frames["stamp_ns"]),
+            "duration_s": settings.duration_s,
+            "fps": settings.fps,
+            "image_width": settings.image_width,
+            "image_height": settings.image_height,
+            "operator_motion": TASK_MOTIONS[task],
+            "retarget_counters": {k: int(v) for k, v in pipeline.counters.items()},
+        }
+        writer.write_episode_summary(summary, _ns(settings.duration_s))
+        writer.close({"task": task, "success": str(bool(success)).lower(), "seed": str(seed)})
+    finally:
+        robot.close()
+    return summary, {k: np.asarray(v) for k, v in frames.items()}
+
+
+def _ns(seconds: float) -> int:
+    return int(round(seconds * 1e9))
