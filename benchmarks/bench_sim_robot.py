@@ -1,0 +1,159 @@
+"""Simulated robot figures: physics vs real time, render FPS, LCM command-to-state latency, episodes/hour.
+
+    .venv/bin/python benchmarks/bench_sim_robot.py [--seconds 5] [--episodes 2]
+
+Latency is measured across two processes over real UDP multicast (ttl=0):
+this process sends 200 Hz commands, a child runs the real-time simulated
+robot (500 Hz control, state published every cycle) and echoes the sequence
+of the last accepted command in its state; latency = state arrival - send time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "src" / p) for p in ("rynn_retarget", "rynn_robot_bridge")]
+
+import numpy as np  # noqa: E402
+
+import rynn_robot_bridge.sim  # noqa: E402,F401  (headless GL first)
+from rynn_retarget.description import D435I_COLOR  # noqa: E402
+from rynn_robot_bridge.sim.simulator import SimulatedRobot  # noqa: E402
+
+LATENCY_PORT = 7600 + os.getpid() % 90
+CHILD = """
+import sys, time, signal
+sys.path[:0] = {paths!r}
+import rynn_robot_bridge.sim
+from rynn_robot_bridge.config import load_robot_config
+from rynn_robot_bridge.sim.realtime import RealtimeSimRobot
+from rynn_robot_bridge.sim.simulator import SimulatedRobot
+config = load_robot_config().with_lcm_url({url!r}).with_sim(render_rate_hz=0.0)
+runtime = RealtimeSimRobot(config, SimulatedRobot("empty"))
+runtime.start()
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+try:
+    while True:
+        time.sleep(0.5)
+finally:
+    runtime.stop()
+    print("overruns", runtime.stats.overruns, "steps", runtime.stats.steps, flush=True)
+"""
+
+
+def machine() -> str:
+    cpu = next((l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines()
+                if l.startswith("model name")), platform.processor())
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, MUJOCO_GL={os.environ.get('MUJOCO_GL')}"
+
+
+def bench_physics(seconds: float) -> None:
+    for scene in ("empty", "dual_picking", "bimanual_lifting"):
+        robot = SimulatedRobot(scene)
+        steps = int(seconds * 500)
+        start = time.perf_counter()
+        for k in range(steps):
+            robot.set_joint_targets(robot.home_pose + 0.1 * np.sin(k * 0.002))
+            robot.step()
+        elapsed = time.perf_counter() - start
+        print(f"physics {scene:>16}: {steps / elapsed:8.0f} steps/s at 500 Hz control = {seconds / elapsed:5.1f}x real time")
+
+
+def bench_render(frames: int) -> None:
+    for width, height in ((640, 480), (832, 480)):
+        robot = SimulatedRobot("dual_picking", camera=D435I_COLOR.scaled(width, height))
+        robot.render()  # context creation
+        start = time.perf_counter()
+        for _ in range(frames):
+            robot.step(17)
+            robot.render()
+        elapsed = time.perf_counter() - start
+        robot.close()
+        print(f"render {width}x{height}: {frames / elapsed:6.1f} FPS ({1000 * elapsed / frames:.1f} ms/frame)")
+
+
+def bench_latency(seconds: float) -> None:
+    import lcm
+
+    from rynn_robot_bridge.lcm_protocol import decode_state, encode_command
+
+    url = f"udpm://239.255.76.67:{LATENCY_PORT}?ttl=0"
+    paths = [str(REPO / "src" / p) for p in ("rynn_retarget", "rynn_robot_bridge")]
+    child = subprocess.Popen([sys.executable, "-c", CHILD.format(paths=paths, url=url)], stdout=subprocess.PIPE, text=True)
+    try:
+        lc = lcm.LCM(url)
+        sent: dict[int, float] = {}
+        latencies: list[float] = []
+        first = []
+
+        def on_state(channel, data):
+            state = decode_state(data)
+            if not first:
+                first.append(state.position)
+            send_time = sent.pop(state.last_command_sequence, None)
+            if send_time is not None:
+                latencies.append(time.perf_counter() - send_time)
+
+        lc.subscribe("RYNN_ROBOT_STATE", on_state)
+        deadline = time.monotonic() + 60
+        while not first and time.monotonic() < deadline:
+            lc.handle_timeout(100)
+        if not first:
+            raise RuntimeError("the simulated robot process published no state within 60 s")
+        sequence, period, next_send = 0, 1 / 200, time.perf_counter()
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            if time.perf_counter() >= next_send:
+                sequence += 1
+                sent[sequence] = time.perf_counter()
+                lc.publish("RYNN_ROBOT_COMMAND", encode_command(first[0], sequence))
+                next_send += period
+            lc.handle_timeout(1)
+    finally:
+        child.terminate()
+        child_report = child.communicate(timeout=10)[0].strip()
+    ms = 1000 * np.asarray(latencies)
+    print(f"LCM command->state latency over UDP, 200 Hz commands, {len(ms)}/{sequence} matched: "
+          f"p50 {np.percentile(ms, 50):.2f} ms, p99 {np.percentile(ms, 99):.2f} ms, max {ms.max():.2f} ms "
+          f"(sim process: {child_report})")
+
+
+def bench_generator(episodes: int, duration: float) -> None:
+    from rynn_robot_bridge.episodes.generate import generate
+    from rynn_robot_bridge.episodes.rollout import EpisodeSettings
+    from rynn_robot_bridge.sim.scenes import TASKS
+
+    with tempfile.TemporaryDirectory() as out:
+        start = time.perf_counter()
+        tasks = list(TASKS)[: max(1, episodes)]
+        generate(Path(out), tasks, 1, 0, EpisodeSettings(duration_s=duration), progress=False)
+        elapsed = time.perf_counter() - start
+    per_episode = elapsed / len(tasks)
+    print(f"generator: {len(tasks)} episodes of {duration:.0f} s at 640x480 / 16 FPS in {elapsed:.1f} s = "
+          f"{3600 / per_episode:.0f} episodes/hour ({per_episode / duration:.2f} s per simulated second)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=5.0, help="simulated seconds per physics / latency run")
+    parser.add_argument("--frames", type=int, default=60)
+    parser.add_argument("--episodes", type=int, default=2)
+    parser.add_argument("--episode-seconds", type=float, default=4.0)
+    args = parser.parse_args()
+    print(f"machine: {machine()}")
+    bench_physics(args.seconds)
+    bench_render(args.frames)
+    bench_latency(args.seconds)
+    bench_generator(args.episodes, args.episode_seconds)
+
+
+if __name__ == "__main__":
+    main()
