@@ -301,3 +301,9 @@ def test_world_model_stall_and_refused_switch_without_robot_state(ros_node, star
     stamps = [t for _, t, _ in operator.frames]
     assert stamps == sorted(set(stamps))  # never a repeated or reordered frame
     assert commands == []  # digital mode never sends anything on LCM
+
+    # A best-effort camera publisher cannot match the bridge's reliable source subscription: reported, not silent.
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    ros_node.create_publisher(operator.Image, "/rynn/digital/camera/color/image_raw", QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT))
+    assert wait_until(lambda: any("offers incompatible QoS" in f for f in operator.faults()), 10.0, spin=spin), read_log(bridge)

@@ -2,10 +2,12 @@
 
 Topics (names are parameters; defaults in config/bridge.yaml):
 
-* in:  ``/rynn/action`` (RobotAction, best effort so any publisher matches);
-  the real camera on ``/rynn/real/camera/color/{image_raw,camera_info}`` (the
-  launch remaps the RealSense or simulated robot there) and the world model on
-  ``/rynn/digital/camera/color/{image_raw,camera_info}``; robot state on LCM.
+* in:  ``/rynn/action`` (RobotAction, best effort so any publisher matches); the real
+  camera on ``/rynn/real/camera/color/{image_raw,camera_info}`` (the launch remaps the
+  RealSense or simulated robot there) and the world model on
+  ``/rynn/digital/camera/color/{image_raw,camera_info}``, both subscribed RELIABLE (a
+  best-effort subscription lost ~40% of the 640x480 frames here, so a best-effort camera
+  publisher is reported as a status fault instead); robot state on LCM.
 * out: ``/camera/camera/color/{image_raw,camera_info}`` (RELIABLE, volatile, depth 2:
   reliable and best-effort subscribers both match), ``/joint_states``,
   ``/rynn/mode`` (std_msgs/String "real"/"digital", RELIABLE + TRANSIENT_LOCAL, depth 1,
@@ -35,12 +37,12 @@ import time
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.event_handler import SubscriptionEventCallbacks
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image, JointState
-from std_msgs.msg import Header, String
+from std_msgs.msg import String
 
 from rynn_retarget.action_layout import joint_names
 from rynn_retarget.pipeline_stats import PipelineStats
@@ -61,7 +63,10 @@ NODE_NAME = "rynn_bridge"
 CANONICAL_CAMERA_QOS = QoSProfile(
     depth=2, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE
 )
-SOURCE_QOS = QoSProfile(depth=2, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
+# Camera sources: RELIABLE. A best-effort subscription lost ~40% of 640x480 frames here (benchmarks/bench_bridge.py);
+# a best-effort camera publisher does not match and is reported as a status fault.
+CAMERA_SOURCE_QOS = QoSProfile(depth=2, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+ACTION_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)  # newest wins
 MODE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
@@ -86,10 +91,11 @@ class BridgeNode(Node):
         canonical = FrameFormat(settings.camera_encoding, settings.camera_width, settings.camera_height, settings.camera_frame_id)
         self.router = CameraRouter(start_mode, canonical, settings.camera_stall_timeout_ms / 1e3, now)
         self._joint_names = joint_names()
-        self._latest_state: tuple[RobotState, Header] | None = None
-        self._published_state_sequence = -1
+        self._joint_state_period_s = 1.0 / settings.joint_state_rate_hz
+        self._next_joint_state_at = now
         self._last_cycle_at: float | None = None
         self._reported_faults: set[str] = set()
+        self._incompatible_sources: dict[str, str] = {}
 
         self.image_pub = self.create_publisher(Image, settings.image_topic, CANONICAL_CAMERA_QOS)
         self.info_pub = self.create_publisher(CameraInfo, settings.camera_info_topic, CANONICAL_CAMERA_QOS)
@@ -101,12 +107,12 @@ class BridgeNode(Node):
             (Mode.REAL, settings.real_image_topic, settings.real_camera_info_topic),
             (Mode.DIGITAL, settings.digital_image_topic, settings.digital_camera_info_topic),
         ):
-            group = MutuallyExclusiveCallbackGroup()  # one source's frames never wait behind the other's
-            self.create_subscription(Image, image_topic, lambda msg, s=source: self._relay_image(s, msg), SOURCE_QOS, callback_group=group)
-            self.create_subscription(CameraInfo, info_topic, lambda msg, s=source: self._relay_info(s, msg), SOURCE_QOS, callback_group=group)
-        self.create_subscription(RobotAction, "/rynn/action", self._on_action, SOURCE_QOS, callback_group=MutuallyExclusiveCallbackGroup())
+            incompatible = SubscriptionEventCallbacks(incompatible_qos=lambda event, t=image_topic: self._incompatible_source(t, event))
+            self.create_subscription(Image, image_topic, lambda msg, s=source: self._relay_image(s, msg), CAMERA_SOURCE_QOS,
+                                     event_callbacks=incompatible)
+            self.create_subscription(CameraInfo, info_topic, lambda msg, s=source: self._relay_info(s, msg), CAMERA_SOURCE_QOS)
+        self.create_subscription(RobotAction, "/rynn/action", self._on_action, ACTION_QOS)
         self.create_service(SetMode, "/rynn/set_mode", self._on_set_mode)
-        self.create_timer(1.0 / settings.joint_state_rate_hz, self._publish_joint_state)
         self.create_timer(1.0 / settings.status_rate_hz, self._publish_status)
 
         self.link = LcmRobotLink(lcm_settings.url, lcm_settings.command_channel, lcm_settings.state_channel, self._on_robot_state)
@@ -148,14 +154,21 @@ class BridgeNode(Node):
     # --- robot side -------------------------------------------------------------------------
 
     def _on_robot_state(self, state: RobotState, received_at: float) -> None:
+        """LCM thread: the measured pose feeds the commander; in real mode it is /joint_states (rate-limited)."""
         self.commander.update_measured(state.position, received_at)
-        self._latest_state = (state, Header(stamp=self.get_clock().now().to_msg()))
+        if self.commander.mode == Mode.REAL and self._joint_state_due(received_at):
+            self._publish_joint_state(state.position, state.velocity, state.effort)
 
     def _command_cycle(self, now: float) -> None:
+        """Command thread: one 200 Hz cycle; in digital mode the virtual state is /joint_states (rate-limited)."""
         with self._switch_lock:
             command = self.commander.cycle(now)
             if command is not None:
                 self.link.send(command)
+        if self.commander.mode == Mode.DIGITAL and self._joint_state_due(now):
+            virtual = self.commander.virtual_state()
+            if virtual is not None:
+                self._publish_joint_state(*virtual)
         with self._stats_lock:
             if self._last_cycle_at is not None:
                 self.stats.record("command_period", now - self._last_cycle_at)
@@ -167,22 +180,17 @@ class BridgeNode(Node):
             with self._stats_lock:
                 self.stats.reject(f"action_{reason}")
 
-    def _publish_joint_state(self) -> None:
-        if self.commander.mode == Mode.REAL:
-            latest = self._latest_state
-            if latest is None or latest[0].sequence == self._published_state_sequence:
-                return  # nothing new from the robot: never republish an old state as new
-            state, header = latest
-            self._published_state_sequence = state.sequence
-            msg = JointState(header=header, name=self._joint_names, position=state.position.tolist(),
-                             velocity=state.velocity.tolist(), effort=state.effort.tolist())
-        else:
-            virtual = self.commander.virtual_state()
-            if virtual is None:
-                return
-            position, velocity = virtual
-            msg = JointState(header=Header(stamp=self.get_clock().now().to_msg()), name=self._joint_names,
-                             position=position.tolist(), velocity=velocity.tolist())
+    def _joint_state_due(self, now: float) -> bool:
+        if now < self._next_joint_state_at:
+            return False
+        following = self._next_joint_state_at + self._joint_state_period_s
+        self._next_joint_state_at = following if following > now else now + self._joint_state_period_s
+        return True
+
+    def _publish_joint_state(self, position, velocity, effort=()) -> None:
+        """Published as soon as the state exists (never from a cache), so every message is a new state."""
+        msg = JointState(name=self._joint_names, position=list(position), velocity=list(velocity), effort=list(effort))
+        msg.header.stamp = self.get_clock().now().to_msg()
         self.joint_state_pub.publish(msg)
 
     # --- camera -----------------------------------------------------------------------------
@@ -206,6 +214,12 @@ class BridgeNode(Node):
 
     def _relay_info(self, source: Mode, msg: CameraInfo) -> None:
         self.router.offer_info(source, lambda: self.info_pub.publish(msg))
+
+    def _incompatible_source(self, topic: str, event) -> None:
+        self._incompatible_sources[f"qos {topic}"] = (
+            f"a publisher on {topic} offers incompatible QoS (policy id {event.last_policy_kind}); "
+            "camera sources must publish RELIABLE"
+        )
 
     # --- mode and status --------------------------------------------------------------------
 
@@ -232,7 +246,7 @@ class BridgeNode(Node):
 
     def _publish_status(self) -> None:
         now = time.monotonic()
-        faults = self.commander.faults(now)
+        faults = self.commander.faults(now) | self._incompatible_sources
         stall = self.router.stall(now)
         if stall:
             faults["camera"] = stall
@@ -263,7 +277,7 @@ def main(args=None) -> None:
     node = None
     try:
         node = BridgeNode()
-        executor = MultiThreadedExecutor(num_threads=4)
+        executor = SingleThreadedExecutor()
         executor.add_node(node)
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):

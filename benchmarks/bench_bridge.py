@@ -1,0 +1,244 @@
+"""Cost of the bridge: camera relay overhead at 640x480 rgb8 30 FPS, and 200 Hz LCM command jitter.
+
+Three processes over real DDS and LCM: a camera publisher sends every frame both
+to the bridge's private real-camera topic and to a direct topic; this process
+subscribes to the canonical topic (publisher -> bridge -> subscriber) and to the
+direct one (publisher -> subscriber), so both latencies come from the same frames
+in one run. It also plays the robot on LCM (state at 500 Hz, commands recorded)
+and the operator (/rynn/action at 100 Hz), so the bridge streams motion commands.
+The bridge's CPU is read from /proc before and after the camera starts.
+
+    .venv/bin/python benchmarks/bench_bridge.py [--seconds 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCES = [REPO / "src" / p for p in ("rynn_retarget", "rynn_world_node", "rynn_robot_bridge")]
+sys.path[:0] = [str(p) for p in SOURCES]
+os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(101, 200)))
+os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
+
+WIDTH, HEIGHT, FPS = 640, 480, 30.0
+PRIVATE_TOPIC = "/rynn/real/camera/color/image_raw"
+DIRECT_TOPIC = "/bench/direct/camera/color/image_raw"
+CANONICAL_TOPIC = "/camera/camera/color/image_raw"
+
+
+def camera_qos():
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    return QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
+
+
+def run_camera_publisher() -> None:
+    """The camera process: the same stamped frame to the bridge's input and to the direct topic."""
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+    from sensor_msgs.msg import Image
+    from std_msgs.msg import Header
+
+    rclpy.init()
+    node = rclpy.create_node("bench_camera")
+    to_bridge = node.create_publisher(Image, PRIVATE_TOPIC, camera_qos())
+    direct = node.create_publisher(Image, DIRECT_TOPIC, camera_qos())
+    pixels = np.random.default_rng(0).integers(0, 256, (HEIGHT, WIDTH, 3), dtype=np.uint8).tobytes()
+    count = [0]
+
+    def publish():
+        image = Image(header=Header(stamp=node.get_clock().now().to_msg(), frame_id="camera_color_optical_frame"),
+                      height=HEIGHT, width=WIDTH, encoding="rgb8", step=WIDTH * 3)
+        image.data = pixels
+        count[0] += 1
+        first, second = (to_bridge, direct) if count[0] % 2 else (direct, to_bridge)  # neither path always goes first
+        first.publish(image)
+        second.publish(image)
+
+    node.create_timer(1.0 / FPS, publish)
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+class BenchRobot:
+    """The robot on LCM: state at 500 Hz, every command's arrival time and sender utime recorded."""
+
+    def __init__(self, url: str, state_channel: str, command_channel: str):
+        import lcm
+
+        from rynn_retarget.action_layout import ACTION_DIM
+        from rynn_robot_bridge.lcm_protocol import RobotState, decode_command, encode_state
+
+        self.arrivals: list[tuple[float, int, bool]] = []  # (monotonic arrival, sender utime, motion?)
+        self._out, self._in = lcm.LCM(url), lcm.LCM(url)
+        self._decode = decode_command
+        self._in.subscribe(command_channel, self._on_command)
+        self._stop = threading.Event()
+        zeros = np.zeros(ACTION_DIM)
+
+        def publish_states():
+            sequence = 0
+            while not self._stop.wait(0.002):
+                sequence += 1
+                self._out.publish(state_channel, encode_state(RobotState(0, sequence, -1, 0, zeros, zeros, zeros, 0, 0, 0, 0, 0, 0, 0, 0)))
+
+        def receive():
+            while not self._stop.is_set():
+                self._in.handle_timeout(20)
+
+        self._threads = [threading.Thread(target=publish_states, daemon=True), threading.Thread(target=receive, daemon=True)]
+        for thread in self._threads:
+            thread.start()
+
+    def _on_command(self, _channel, data):
+        command = self._decode(data)
+        self.arrivals.append((time.monotonic(), command.utime, command.enable))
+
+    def close(self):
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=1.0)
+
+
+def process_cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def percentiles_ms(values) -> str:
+    arr = np.asarray(values) * 1e3
+    return f"p50 {np.percentile(arr, 50):7.3f} ms  p99 {np.percentile(arr, 99):7.3f} ms  (n={arr.size})"
+
+
+def machine_info() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    return (f"{cpu}, {os.cpu_count()} cores, load avg {os.getloadavg()[0]:.2f}; Python {platform.python_version()}, "
+            f"{os.environ['RMW_IMPLEMENTATION']}, {platform.platform()}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=20.0, help="measurement window with the camera on")
+    parser.add_argument("--camera-publisher", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.camera_publisher:
+        run_camera_publisher()
+        return
+
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from sensor_msgs.msg import Image
+
+    from rynn_retarget.action_layout import ACTION_DIM
+    from rynn_retarget.ros_conversions import make_robot_action
+    from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
+    from rynn_teleop_msgs.msg import RobotAction, TeleopStatus
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([*map(str, SOURCES), os.environ.get("PYTHONPATH", "")]))
+    url = f"udpm://239.255.76.67:{7600 + int(os.environ['ROS_DOMAIN_ID'])}?ttl=0"
+    bridge = subprocess.Popen(
+        [sys.executable, "-m", "rynn_robot_bridge.nodes.bridge_node", "--ros-args", "-p", "start_mode:=real",
+         "-p", f"lcm_url:={url}", "-p", "lcm_command_channel:=BENCH_COMMAND", "-p", "lcm_state_channel:=BENCH_STATE"],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+    )
+    camera = None
+    robot = BenchRobot(url, "BENCH_STATE", "BENCH_COMMAND")
+    rclpy.init()
+    node = rclpy.create_node("bench_bridge")
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    latencies: dict[str, list[float]] = {"direct": [], "bridge": []}
+
+    def on_image(path):
+        return lambda msg: latencies[path].append((node.get_clock().now().nanoseconds - (msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec)) * 1e-9)
+
+    node.create_subscription(Image, DIRECT_TOPIC, on_image("direct"), camera_qos())
+    node.create_subscription(Image, CANONICAL_TOPIC, on_image("bridge"), camera_qos())
+    statuses: list = []
+    node.create_subscription(TeleopStatus, "/rynn/status", statuses.append, 10)
+    action_pub = node.create_publisher(RobotAction, "/rynn/action", 10)
+    hold_pose = joint_limits_from_urdf().clamp(np.zeros(ACTION_DIM))
+    node.create_timer(0.01, lambda: action_pub.publish(make_robot_action(hold_pose, time.time())))
+
+    def spin_until(predicate, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.02)
+            if predicate():
+                return True
+        return False
+
+    try:
+        if not spin_until(lambda: sum(motion for _, _, motion in robot.arrivals) > 200, 60.0):
+            raise SystemExit("the bridge never streamed motion commands")
+        idle_seconds = min(10.0, args.seconds)
+        cpu_start, wall_start = process_cpu_seconds(bridge.pid), time.monotonic()
+        spin_until(lambda: False, idle_seconds)
+        cpu_idle = (process_cpu_seconds(bridge.pid) - cpu_start) / (time.monotonic() - wall_start)
+
+        camera = subprocess.Popen([sys.executable, __file__, "--camera-publisher"], cwd=REPO, env=env)
+        if not spin_until(lambda: len(latencies["bridge"]) > 30 and len(latencies["direct"]) > 30, 60.0):
+            raise SystemExit("no frames arrived on both paths")
+        for samples in latencies.values():
+            samples.clear()
+        arrivals_before = len(robot.arrivals)
+        cpu_start, wall_start = process_cpu_seconds(bridge.pid), time.monotonic()
+        spin_until(lambda: False, args.seconds)
+        window = time.monotonic() - wall_start
+        cpu_camera = (process_cpu_seconds(bridge.pid) - cpu_start) / window
+        arrivals = np.array([(t, u) for t, u, motion in robot.arrivals[arrivals_before:] if motion], dtype=np.float64)
+    finally:
+        for proc in (camera, bridge):
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+                proc.wait(timeout=10)
+        robot.close()
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+    received_period = np.diff(arrivals[:, 0])
+    sent_period = np.diff(arrivals[:, 1]) * 1e-6
+    relay = next((s for s in statuses[-1].latencies if s.stage == "camera_relay"), None) if statuses else None
+    print("bench_bridge: rynn_robot_bridge bridge_node relay and command stream")
+    print(f"machine: {machine_info()}")
+    print(f"config: {WIDTH}x{HEIGHT} rgb8 at {FPS:g} FPS, RELIABLE depth 2 on both paths; bridge in real mode, "
+          f"LCM {url}, robot state 500 Hz, actions 100 Hz; camera window {window:.1f} s")
+    print(f"camera latency  direct  publisher -> subscriber          {percentiles_ms(latencies['direct'])}")
+    print(f"camera latency  bridged publisher -> bridge -> subscriber {percentiles_ms(latencies['bridge'])}")
+    print(f"relay overhead (bridged - direct)                        p50 {1e3 * (np.median(latencies['bridge']) - np.median(latencies['direct'])):7.3f} ms  "
+          f"p99 {1e3 * (np.percentile(latencies['bridge'], 99) - np.percentile(latencies['direct'], 99)):7.3f} ms")
+    if relay is not None:
+        print(f"bridge callback (offer + publish, from /rynn/status)     p50 {relay.p50 * 1e3:7.3f} ms  p99 {relay.p99 * 1e3:7.3f} ms")
+    print(f"frames: direct {len(latencies['direct'])}, bridged {len(latencies['bridge'])} "
+          f"(expected ~{FPS * window:.0f} each)")
+    print(f"bridge CPU: {100 * cpu_idle:.1f}% of one core without camera (200 Hz commands, 500 Hz state, 100 Hz actions), "
+          f"{100 * cpu_camera:.1f}% with the 30 FPS relay -> relay costs {100 * (cpu_camera - cpu_idle):.1f}%")
+    jitter_received = np.abs(received_period - 0.005)
+    jitter_sent = np.abs(sent_period - 0.005)
+    print(f"200 Hz command period at the robot (arrival)  median {np.median(received_period) * 1e3:.3f} ms; "
+          f"|period - 5 ms| {percentiles_ms(jitter_received)}")
+    print(f"200 Hz command period at the bridge (utime)   median {np.median(sent_period) * 1e3:.3f} ms; "
+          f"|period - 5 ms| {percentiles_ms(jitter_sent)}; max gap {received_period.max() * 1e3:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
