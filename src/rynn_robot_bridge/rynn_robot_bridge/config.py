@@ -41,7 +41,6 @@ class SimSettings:
     render_rate_hz: float = 30.0
     image_width: int = 640
     image_height: int = 480
-    gl_backend: str = "egl"
 
 
 @dataclass(frozen=True)

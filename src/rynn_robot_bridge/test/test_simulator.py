@@ -147,3 +147,15 @@ def test_lid_placement_success_needs_a_centred_aligned_lid():
 def test_unknown_scene_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown scene"):
         SimulatedRobot("juggling")
+
+
+def test_a_renderer_that_cannot_start_is_a_clear_error_and_physics_keeps_running(monkeypatch):
+    from rynn_robot_bridge.sim import headless_gl
+    from rynn_robot_bridge.sim.headless_gl import RendererUnavailable
+
+    monkeypatch.setattr(headless_gl, "_failure", "no offscreen OpenGL backend works for MuJoCo (egl: test)")
+    sim = SimulatedRobot("empty")
+    with pytest.raises(RendererUnavailable, match="egl: test"):
+        sim.render()
+    sim.step(10)
+    assert sim.time == pytest.approx(0.02)
