@@ -20,6 +20,7 @@ setup(
         "console_scripts": [
             "bridge_node = rynn_robot_bridge.nodes.bridge_node:main",
             "sim_robot_node = rynn_robot_bridge.nodes.sim_robot_node:main",
+            "generate_episodes = rynn_robot_bridge.episodes.generate:main",
         ],
     },
 )
