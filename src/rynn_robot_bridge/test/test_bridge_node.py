@@ -85,6 +85,7 @@ class Operator:
     """The test's ROS side: both camera sources, the action stream, and a consumer of every canonical topic."""
 
     def __init__(self, node, action: np.ndarray):
+        from diagnostic_msgs.msg import DiagnosticArray
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import CameraInfo, Image, JointState
         from std_msgs.msg import Header, String
@@ -107,6 +108,7 @@ class Operator:
         self.joint_states = []
         self.modes: list[str] = []
         self.statuses = []
+        self.diagnostics = []
         reliable = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
         best_effort = QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT)
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -116,6 +118,7 @@ class Operator:
         node.create_subscription(JointState, "/joint_states", self.joint_states.append, 50)
         node.create_subscription(String, "/rynn/mode", lambda m: self.modes.append(m.data), latched)
         node.create_subscription(TeleopStatus, "/rynn/status", self.statuses.append, 10)
+        node.create_subscription(DiagnosticArray, "/diagnostics", self.diagnostics.append, 10)
         self.set_mode_client = node.create_client(SetMode, "/rynn/set_mode")
         node.create_timer(1 / 15, self._publish_frames)
         node.create_timer(1 / 50, self._publish_action)
@@ -213,6 +216,13 @@ def test_real_digital_real_round_trip(ros_node, start_process, helpers, lcm_url)
         assert wait_until(lambda: operator.best_effort_frames > 0, 10.0, spin=spin)  # best-effort consumers match too
         assert wait_until(lambda: operator.infos, 5.0, spin=spin) and operator.infos[-1].k[0] == 600.0 + MARKER["real"]
 
+        # A NaN action is rejected and counted; nothing non-finite reaches the robot.
+        poisoned = operator.RobotAction(sequence=10**6)
+        poisoned.positions = np.where(np.arange(ACTION_DIM) == 3, np.nan, first_target)
+        operator.action_pub.publish(poisoned)
+        assert wait_until(lambda: operator.statuses and operator.statuses[-1].rejected_inputs >= 1, 5.0, spin=spin)
+        assert all(np.isfinite(c.position).all() for c in list(robot.commands))
+
         # Real -> digital: no real frame published after the response, no command reaches the robot.
         response, _, switched_ros = set_mode(operator, ros_node, wait_until, SetMode.Request.MODE_DIGITAL)
         answered_wall = time.time()
@@ -291,6 +301,8 @@ def test_world_model_stall_and_refused_switch_without_robot_state(ros_node, star
     # The world model dies: a fault, and the canonical camera goes quiet (no stale frame, no real frame).
     operator.sources_on["digital"] = False
     assert wait_until(lambda: any("digital camera stalled" in f for f in operator.faults()), 5.0, spin=spin), read_log(bridge)
+    assert wait_until(lambda: operator.diagnostics and "digital camera stalled" in operator.diagnostics[-1].status[0].message, 5.0, spin=spin)
+    assert operator.diagnostics[-1].status[0].level == operator.diagnostics[-1].status[0].ERROR
     stalled_at, statuses_seen = len(operator.frames), len(operator.statuses)
     assert wait_until(lambda: len(operator.statuses) >= statuses_seen + 10, 5.0, spin=spin)  # another 0.5 s of status
     assert len(operator.frames) == stalled_at and {s for s, _, _ in operator.frames} == {"digital"}
@@ -306,4 +318,4 @@ def test_world_model_stall_and_refused_switch_without_robot_state(ros_node, star
     from rclpy.qos import QoSProfile, ReliabilityPolicy
 
     ros_node.create_publisher(operator.Image, "/rynn/digital/camera/color/image_raw", QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT))
-    assert wait_until(lambda: any("offers incompatible QoS" in f for f in operator.faults()), 10.0, spin=spin), read_log(bridge)
+    assert wait_until(lambda: any("offers incompatible QoS (RELIABILITY)" in f for f in operator.faults()), 10.0, spin=spin), read_log(bridge)

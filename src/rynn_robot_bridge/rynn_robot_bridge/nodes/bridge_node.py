@@ -95,6 +95,7 @@ class BridgeNode(Node):
         self._next_joint_state_at = now
         self._last_cycle_at: float | None = None
         self._reported_faults: set[str] = set()
+        self._frames_forwarded = 0
         self._incompatible_sources: dict[str, str] = {}
 
         self.image_pub = self.create_publisher(Image, settings.image_topic, CANONICAL_CAMERA_QOS)
@@ -202,7 +203,7 @@ class BridgeNode(Node):
         routed = self.router.offer_image(source, stamp_ns, frame, time.monotonic(), lambda: self.image_pub.publish(msg))
         with self._stats_lock:
             if routed is Routed.FORWARDED:
-                self.stats.outputs += 1
+                self._frames_forwarded += 1
                 self.stats.record("camera_relay", time.perf_counter() - started)
             elif routed is not Routed.INACTIVE_SOURCE:
                 self.stats.reject(f"{source.label}_camera_{routed.value}")
@@ -217,7 +218,7 @@ class BridgeNode(Node):
 
     def _incompatible_source(self, topic: str, event) -> None:
         self._incompatible_sources[f"qos {topic}"] = (
-            f"a publisher on {topic} offers incompatible QoS (policy id {event.last_policy_kind}); "
+            f"a publisher on {topic} offers incompatible QoS ({str(event.last_policy_kind).rsplit('POLICY_', 1)[-1]}); "
             "camera sources must publish RELIABLE"
         )
 
@@ -258,6 +259,7 @@ class BridgeNode(Node):
         stamp = self.get_clock().now().to_msg()
         with self._stats_lock:
             self.stats.faults = faults
+            self.stats.outputs = self._frames_forwarded + self.link.commands_sent
             for reason, count in self.link.rejected.items():
                 self.stats.rejected[reason] = count
             self.stats.dropped["stale_action_watchdog_trips"] = self.commander.watchdog_trips
