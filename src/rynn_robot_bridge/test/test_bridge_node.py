@@ -319,3 +319,9 @@ def test_world_model_stall_and_refused_switch_without_robot_state(ros_node, star
 
     ros_node.create_publisher(operator.Image, "/rynn/digital/camera/color/image_raw", QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT))
     assert wait_until(lambda: any("offers incompatible QoS (RELIABILITY)" in f for f in operator.faults()), 10.0, spin=spin), read_log(bridge)
+
+
+def test_invalid_start_mode_stops_the_node_with_the_reason(start_process, helpers, lcm_url):
+    bridge = start_bridge(start_process, lcm_url, "simulated")
+    assert bridge.wait(timeout=60) != 0
+    assert "invalid mode 'simulated': expected one of real (0), digital (1)" in helpers.read_log(bridge)
