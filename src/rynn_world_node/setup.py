@@ -27,6 +27,7 @@ setup(
     license="Apache-2.0",
     entry_points={
         "console_scripts": [
+            "world_model_node = rynn_world.nodes.world_model_node:main",
         ],
     },
 )

@@ -30,6 +30,24 @@ class FrameClockResampler:
             raise ValueError(f"sample stamps must not go backwards: {stamp} after {self._samples[-1][0]}")
         self._samples.append((float(stamp), sample))
 
+    def next_block_end(self, count: int) -> float | None:
+        """Clock time of the last frame the next ``take(count)`` would return (None before any sample).
+
+        A streaming caller waits until a sample at least this new has arrived, so no frame
+        claims a time the input has not reached.
+        """
+        if not self._samples:
+            return None
+        newest = self._samples[-1][0]
+        clock = self._samples[0][0] if self._clock is None else self._clock
+        if newest - clock > count * self.period:
+            return newest
+        return clock + (count - 1) * self.period
+
+    @property
+    def newest_stamp(self) -> float | None:
+        return self._samples[-1][0] if self._samples else None
+
     def take(self, count: int) -> list | None:
         """The samples for the next `count` model frames, or None when nothing has arrived yet."""
         if not self._samples:

@@ -90,12 +90,17 @@ class StreamingWorldModel:
 
     # ---- stream control ---------------------------------------------------------------------
 
-    def reset(self, reference_rgb) -> None:
-        """Start (or re-anchor) a stream on a reference image (any size; gray/RGBA converted)."""
+    def reset(self, reference_rgb, keep_clock: bool = False) -> None:
+        """Start (or re-anchor) a stream on a reference image (any size; gray/RGBA converted).
+
+        keep_clock: re-anchor mid-stream; the skeleton clock and queued samples carry on, so
+        frame times stay continuous across the anchor.
+        """
         image = to_model_rgb(reference_rgb, self.config.height, self.config.width, "reference image")
         self.encoder.reset()
         self.decoder.reset()
-        self.resampler.reset()
+        if not keep_clock:
+            self.resampler.reset()
         with torch.no_grad():
             ref_latent = StreamingVAEEncoder(self.vae).push(rgb_to_tensor(image[None], self.device, self.dtype))
             null_control = self.encoder.push(rgb_to_tensor(self._null_skeleton[None], self.device, self.dtype))
@@ -131,7 +136,7 @@ class StreamingWorldModel:
         if not self._ready:
             raise RuntimeError("StreamingWorldModel.reset(reference_rgb) must be called before step()")
         if self.reanchor_every is not None and self._frames_since_anchor >= self.reanchor_every:
-            self.reset(self._last_frame)
+            self.reset(self._last_frame, keep_clock=True)
         start = time.perf_counter()
         skeletons = self._render(self.resampler.take(self.frames_per_step))
         self.last_stamps = list(self.resampler.last_ticks)

@@ -1,0 +1,57 @@
+"""Build the node's StreamingWorldModel from a checkpoint directory, the packaged default, or
+(for tests and first runs only) random weights, and say which it was."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import torch
+from diffusers import AutoencoderKLWan
+
+from rynn_retarget.description import D435I_COLOR
+from rynn_world.model.configs import WorldModelConfig
+from rynn_world.model.weights import load_transformer
+from rynn_world.skeleton import CameraIntrinsics
+from rynn_world.streaming import StreamingWorldModel
+
+PACKAGED_CHECKPOINTS = "rynn_world.checkpoints"
+
+
+def default_checkpoint(config: WorldModelConfig) -> Path | None:
+    """The checkpoint shipped with the package for ``config``, if there is one."""
+    try:
+        path = Path(str(resources.files(PACKAGED_CHECKPOINTS).joinpath(config.name)))
+    except ModuleNotFoundError:
+        return None
+    return path if (path / "transformer").is_dir() else None
+
+
+def load_streaming_model(
+    config: WorldModelConfig, checkpoint: str, device: str, seed: int = 0
+) -> tuple[StreamingWorldModel, str]:
+    """(model, description). A checkpoint directory holds ``transformer/`` and ``vae/`` in
+    diffusers layout; a missing or mismatched one raises an error that names what is wrong."""
+    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    path = Path(checkpoint).expanduser() if checkpoint else default_checkpoint(config)
+    intrinsics = _camera()
+    if path is None:
+        model = StreamingWorldModel(config, intrinsics=intrinsics, device=device, dtype=dtype, seed=seed)
+        return model, (
+            f"random weights: no checkpoint given and none packaged for {config.name!r} "
+            "(frames will not look like the scene; pass checkpoint:=<dir>)"
+        )
+    if not (path / "transformer").is_dir() or not (path / "vae").is_dir():
+        raise FileNotFoundError(f"world-model checkpoint {path} needs transformer/ and vae/ subdirectories")
+    transformer = load_transformer(path / "transformer", device=device, dtype=dtype)
+    vae = AutoencoderKLWan.from_pretrained(str(path / "vae")).to(device=device, dtype=dtype)
+    model = StreamingWorldModel(
+        config, transformer=transformer, vae=vae, intrinsics=intrinsics, device=device, dtype=dtype, seed=seed
+    )
+    return model, f"checkpoint {path}"
+
+
+def _camera() -> CameraIntrinsics:
+    """The head camera; StreamingWorldModel rescales it to the model resolution."""
+    c = D435I_COLOR
+    return CameraIntrinsics(c.fx, c.fy, c.cx, c.cy, c.width, c.height)

@@ -1,0 +1,142 @@
+"""The world-model node in its own process, driven over DDS like the bridge and retargeter would.
+
+Tiny random-weight model: these tests check the node's contract (formats, stamps,
+mode following, re-anchoring, faults), not image quality.
+"""
+
+import numpy as np
+import pytest
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+from ros_test_tools import read_log, wait_until
+
+pytestmark = pytest.mark.ros
+
+RELIABLE = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+MODE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+FPS = 16.0
+
+
+def stamp_s(header) -> float:
+    return header.stamp.sec + header.stamp.nanosec * 1e-9
+
+
+def real_frame(node, value: int):
+    from rynn_robot_bridge.ros_camera import make_image
+
+    return make_image(np.full((480, 640, 3), value, np.uint8), node.get_clock().now().to_msg())
+
+
+def skeleton(node, stamp_msg):
+    from rynn_retarget.ros_conversions import make_bimanual_skeleton
+
+    hand = np.zeros((21, 3))
+    hand[:, 0] = np.linspace(-0.05, 0.05, 21)
+    hand[:, 2] = 0.5
+    return make_bimanual_skeleton(hand - [0.1, 0, 0], hand + [0.1, 0, 0], stamp_msg, "camera_color_optical_frame",
+                                  left_elbow=[-0.2, 0.2, 0.6], right_elbow=[0.2, 0.2, 0.6])
+
+
+@pytest.fixture
+def world_model(start_process):
+    return start_process(
+        ["-m", "rynn_world.nodes.world_model_node", "--ros-args", "-p", "model_config:=tiny",
+         "-p", "reanchor_every:=12", "-p", "status_rate_hz:=10.0"],
+        "world_model",
+    )
+
+
+def test_digital_mode_streams_realsense_identical_frames_stamped_by_skeleton(ros_node, world_model):
+    from diagnostic_msgs.msg import DiagnosticArray
+    from rynn_teleop_msgs.msg import BimanualSkeleton
+    from sensor_msgs.msg import CameraInfo, Image
+    from std_msgs.msg import String
+
+    from rynn_retarget.description import D435I_COLOR
+    from rynn_retarget.ros_conversions import time_from_seconds
+
+    images, infos, diagnostics = [], [], []
+    ros_node.create_subscription(Image, "/rynn/digital/camera/color/image_raw", images.append, RELIABLE)
+    ros_node.create_subscription(CameraInfo, "/rynn/digital/camera/color/camera_info", infos.append, RELIABLE)
+    ros_node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, RELIABLE)
+    mode_pub = ros_node.create_publisher(String, "/rynn/mode", MODE_QOS)
+    real_pub = ros_node.create_publisher(Image, "/rynn/real/camera/color/image_raw", RELIABLE)
+    skeleton_pub = ros_node.create_publisher(BimanualSkeleton, "/rynn/operator/skeleton_camera", RELIABLE)
+
+    # Real mode: the real camera runs (10 Hz here), the node waits and publishes nothing.
+    mode_pub.publish(String(data="real"))
+    camera_frames = 0
+
+    def camera_and_spin():
+        nonlocal camera_frames
+        if ros_node.get_clock().now().nanoseconds * 1e-9 > camera_start + camera_frames / 10.0:
+            real_pub.publish(real_frame(ros_node, 200))
+            camera_frames += 1
+        ros_node.spin_once(0.01)
+
+    camera_start = ros_node.get_clock().now().nanoseconds * 1e-9
+    assert wait_until(lambda: real_pub.get_subscription_count() > 0, 30.0, spin=camera_and_spin), read_log(world_model)
+    wait_until(lambda: False, 1.5, spin=camera_and_spin)
+    assert not images, "frames were generated in real mode"
+
+    # Digital: skeletons at 30 Hz; frames must follow the 16 FPS skeleton clock.
+    mode_pub.publish(String(data="digital"))
+    t0 = ros_node.get_clock().now().nanoseconds * 1e-9
+    sent = 0
+
+    def feed_and_spin():
+        nonlocal sent
+        now = ros_node.get_clock().now().nanoseconds * 1e-9
+        while t0 + sent / 30.0 <= now:
+            skeleton_pub.publish(skeleton(ros_node, time_from_seconds(t0 + sent / 30.0)))
+            sent += 1
+        camera_and_spin()
+
+    assert wait_until(lambda: len(images) >= 20, 90.0, spin=feed_and_spin), read_log(world_model)
+    for image in images:
+        assert (image.encoding, image.width, image.height) == ("rgb8", 640, 480)
+        assert image.header.frame_id == "camera_color_optical_frame" and image.step == 640 * 3
+        assert len(image.data) == 640 * 480 * 3
+    stamps = np.array([stamp_s(i.header) for i in images])
+    assert np.all(np.diff(stamps) > 0), "stamps must increase"
+    skeleton_ticks = stamps[stamps >= t0]
+    assert len(skeleton_ticks) >= 12
+    assert skeleton_ticks.max() <= t0 + sent / 30.0, "a frame claims a time no skeleton has reached"
+    # On the model clock (after the first block, which may hold null-action frames stamped
+    # "now"); a block that fell behind jumps ahead to the newest skeleton, never back.
+    gaps = np.diff(skeleton_ticks[4:])
+    assert gaps.min() >= 1.0 / FPS - 1e-3
+    assert np.mean(np.abs(gaps - 1.0 / FPS) < 1e-3) >= 0.6, gaps
+    info_by_stamp = {round(stamp_s(i.header), 6): i for i in infos}
+    for image in images:
+        info = info_by_stamp[round(stamp_s(image.header), 6)]
+        assert (info.width, info.height, info.header.frame_id) == (640, 480, "camera_color_optical_frame")
+        np.testing.assert_allclose(info.k, D435I_COLOR.matrix().ravel())
+
+    # Back to real: generation stops.
+    mode_pub.publish(String(data="real"))
+    wait_until(lambda: False, 1.0, spin=feed_and_spin)
+    count = len(images)
+    wait_until(lambda: False, 1.5, spin=feed_and_spin)
+    assert len(images) == count, "frames kept coming after the switch to real"
+    values = {kv.key: kv.value for d in diagnostics for s in d.status for kv in s.values}
+    assert float(values["step.p50_ms"]) > 0.0
+    assert world_model.poll() is None
+
+
+def test_without_any_reference_the_node_reports_a_fault_and_publishes_nothing(ros_node, world_model):
+    from rynn_teleop_msgs.msg import TeleopStatus
+    from sensor_msgs.msg import Image
+    from std_msgs.msg import String
+
+    images, statuses = [], []
+    ros_node.create_subscription(Image, "/rynn/digital/camera/color/image_raw", images.append, RELIABLE)
+    ros_node.create_subscription(TeleopStatus, "/rynn/status", statuses.append, RELIABLE)
+    ros_node.create_publisher(String, "/rynn/mode", MODE_QOS).publish(String(data="digital"))
+
+    def fault_reported():
+        return any(s.source == "world_model_node" and any("no reference image" in f for f in s.faults) for s in statuses)
+
+    assert wait_until(fault_reported, 60.0, spin=ros_node.spin_once), read_log(world_model)
+    assert statuses[-1].mode == TeleopStatus.MODE_DIGITAL
+    assert not images
