@@ -134,10 +134,15 @@ class WorldModelNode(Node):
         return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
 
     def on_mode(self, msg: String) -> None:
+        if not self.follow_mode:
+            return
         with self.lock:
             if msg.data == "digital" and self.mode != "digital":
                 self.needs_anchor = True  # continue from the current real scene
             self.mode = msg.data
+        if msg.data != "digital":
+            with self.outbox_ready:
+                self.outbox.clear()  # the digital robot is off: nothing more from it
 
     def on_real_image(self, msg: Image) -> None:
         try:
@@ -188,7 +193,12 @@ class WorldModelNode(Node):
                 with self.outbox_ready:
                     self.outbox.clear()  # never publish frames of a dead stream
                 return
-            self._publish(frames, stamps)
+            with self.lock:
+                still_active = self.mode == "digital"
+            if still_active:
+                self._publish(frames, stamps)
+            else:
+                self.stats.drop("mode_changed_during_step", len(frames))
 
     def _input_ready(self, period: float) -> bool:
         """Step when the skeleton stream has reached the block's last frame time; without a
