@@ -8,6 +8,7 @@ every command it receives).
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from pathlib import Path
@@ -271,6 +272,12 @@ def test_real_digital_real_round_trip(ros_node, start_process, helpers, lcm_url)
         response, _, _ = set_mode(operator, ros_node, wait_until, 7)
         assert not response.success and "invalid mode 7" in response.message
         assert operator.modes[-1] == "real"
+
+        # Ctrl-C while the robot streams state (joint states published from the LCM thread): a clean exit.
+        robot.publishing.set()
+        assert wait_until(lambda: not any("robot LCM state silent" in f for f in operator.faults()), 5.0, spin=spin)
+        bridge.send_signal(signal.SIGINT)
+        assert bridge.wait(timeout=10) == 0 and "Traceback" not in read_log(bridge), read_log(bridge)
     finally:
         robot.close()
 

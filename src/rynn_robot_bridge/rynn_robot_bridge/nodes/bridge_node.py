@@ -32,6 +32,7 @@ the SetMode request, after it has stopped forwarding the real camera.
 from __future__ import annotations
 
 import dataclasses
+import signal
 import threading
 import time
 
@@ -41,6 +42,7 @@ from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import String
 
@@ -275,14 +277,21 @@ class BridgeNode(Node):
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
+    # Ctrl-C / SIGTERM only set a flag: the LCM and command threads publish, so they must stop
+    # before the context goes away (rclpy's own handler invalidates it from the signal at once,
+    # and a KeyboardInterrupt raised inside rclpy's C++ calls surfaces as unrelated errors).
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
     node = None
     try:
         node = BridgeNode()
         executor = SingleThreadedExecutor()
         executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
+        while not stop.is_set():
+            executor.spin_once(timeout_sec=0.1)
+    except ExternalShutdownException:
         pass
     finally:
         if node is not None:
