@@ -45,7 +45,7 @@ class RetargetPipeline:
         self.solvers = {side: ArmIkSolver(self.arms[side], self.config.arm_ik) for side in SIDES}
         self.hands = {side: HandRetargeter(build_hand_chain(model, side), self.config.hand) for side in SIDES}
         self.camera_from_base = invert(frame_pose(model, self.config.camera_frame))
-        self.calibration = self.config.resolved_calibration()
+        self.set_calibration(self.config.resolved_calibration())
         self.guard = InputGuard(self.config.guard)
         self.lower = np.empty(ACTION_DIM)
         self.upper = np.empty(ACTION_DIM)
@@ -99,17 +99,28 @@ class RetargetPipeline:
                     rotation,
                 ),
             )
-        self.calibration = calibration
+        self.set_calibration(calibration)
         return calibration
+
+    def set_calibration(self, calibration: Calibration) -> None:
+        """Use ``calibration`` from now on; its matrices are validated and parsed once, not per frame."""
+        self.calibration = calibration
+        self._chain_offsets = {
+            side: (
+                calibration.side(side).base_matrix(),
+                calibration.side(side).ee_matrix(),
+                np.asarray(calibration.side(side).elbow_offset, dtype=np.float64),
+            )
+            for side in SIDES
+        }
 
     def arm_target(self, side: str, trackers: dict) -> tuple[np.ndarray, np.ndarray]:
         """End-effector target (4x4) and reference elbow position in base_link for one arm."""
-        calibration = self.calibration.side(side)
-        base = calibration.base_matrix()
+        base, ee, elbow_offset = self._chain_offsets[side]
         scale = self.config.arm_ik.scale
-        target = wrist_target(trackers["chest"], trackers[f"{side}_wrist"], base, calibration.ee_matrix(), scale)
+        target = wrist_target(trackers["chest"], trackers[f"{side}_wrist"], base, ee, scale)
         elbow = tracker_point(trackers["chest"], trackers[f"{side}_upper_arm"], base, scale)
-        return target, elbow + np.asarray(calibration.elbow_offset)
+        return target, elbow + elbow_offset
 
     def step(self, frame: OperatorFrame, now: float) -> RetargetOutput | None:
         """Retarget one operator frame; None if the guard dropped it (the last target stands)."""
