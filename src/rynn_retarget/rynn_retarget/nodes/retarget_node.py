@@ -19,6 +19,7 @@ pose (T_base/T_ee); saved to ``calibration_file`` when that parameter is set.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
@@ -55,6 +56,10 @@ RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 SIDES = ("left", "right")
 # Guard counters that mean "not used" rather than "invalid" (TeleopStatus.dropped_inputs).
 GUARD_DROPS = {"out_of_order", "missing_tracker", "hand_lost", "stale"}
+# A tick late by less than this is caught up (rate kept); beyond it the schedule restarts.
+MAX_CATCH_UP_S = 0.02
+# The 200 Hz thread must get the GIL back quickly from the retarget worker (default 5 ms).
+GIL_SWITCH_INTERVAL_S = 0.0005
 
 
 def matrix_from_transform(transform) -> np.ndarray:
@@ -87,7 +92,10 @@ class RetargetNode(Node):
         self.camera_frame = self.pipeline.config.camera_frame
         self.names = joint_names()
         self.stats = PipelineStats()
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()  # the pipeline (worker, calibration, status)
+        self.smoother_lock = threading.Lock()  # held only for microseconds: the 200 Hz loop waits on it
+        self.last_accepted = float("-inf")  # monotonic time of the last retargeted sample
+        self.stale_after = self.pipeline.config.guard.stale_after_s
         self.hands: dict | None = None  # latest glove sample as arrays + receive time
         self.last_frame: OperatorFrame | None = None
         self.sequence = 0
@@ -177,7 +185,9 @@ class RetargetNode(Node):
             output = self.pipeline.step(frame, time.monotonic())
             if output is None:
                 return
-            self.smoother.set_target(output.action)
+            with self.smoother_lock:
+                self.smoother.set_target(output.action)
+            self.last_accepted = time.monotonic()
             self.last_frame = frame
             elbows = [self._elbow_in_camera(side, output.action) for side in SIDES]
         self.skeleton_pub.publish(
@@ -208,11 +218,11 @@ class RetargetNode(Node):
             if last_tick is not None:
                 self.stats.record("output_period", now - last_tick)
             last_tick = now
-            with self.lock:
-                if self.pipeline.guard.check_stale(now):
-                    self.stats.set_fault("stale_input", "no operator tracker data: holding the last target")
-                else:
-                    self.stats.clear_fault("stale_input")
+            if now - self.last_accepted > self.stale_after:
+                self.stats.set_fault("stale_input", "no operator tracker data: holding the last target")
+            else:
+                self.stats.clear_fault("stale_input")
+            with self.smoother_lock:
                 position, velocity = self.smoother.step()
             # Ruckig may overshoot a limit by rounding; the robot rejects any excursion.
             self.publish_command(np.clip(position, self.pipeline.lower, self.pipeline.upper), velocity)
@@ -220,7 +230,7 @@ class RetargetNode(Node):
             delay = next_tick - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-            else:
+            elif delay < -MAX_CATCH_UP_S:  # hopelessly behind: restart the schedule, count it
                 self.stats.drop("late_output_tick")
                 next_tick = time.monotonic()
 
@@ -247,6 +257,8 @@ class RetargetNode(Node):
                     self.stats.dropped[f"guard_{name}"] = count
                 elif name != "accepted":
                     self.stats.rejected[f"guard_{name}"] = count
+            self.pipeline.guard.check_stale(time.monotonic())  # counts stale episodes
+        with self.smoother_lock:
             self.stats.rejected["smoother_rejected_target"] = self.smoother.counters["rejected_targets"]
         stamp = self.get_clock().now().to_msg()
         self.status_pub.publish(make_teleop_status(self.stats, self.get_name(), TeleopStatus.MODE_UNKNOWN, stamp))
@@ -276,6 +288,7 @@ class RetargetNode(Node):
 
 
 def main(args=None):
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     rclpy.init(args=args)
     node = None
     try:
