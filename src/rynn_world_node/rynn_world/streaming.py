@@ -64,7 +64,7 @@ class StreamingWorldModel:
             transformer = RynnWorldTransformer(**config.transformer, null_text_tokens=config.null_text_tokens)
         self.transformer = _placed(transformer, self.device, dtype)
         self.vae = _placed(build_vae(config.vae) if vae is None else vae, self.device, dtype)
-        self.renderer = None if intrinsics is None else SkeletonRenderer(intrinsics.resized(config.width, config.height), style)
+        self.renderer = None if intrinsics is None else SkeletonRenderer(intrinsics.scaled(config.width, config.height), style)
         self.text_embeds = None if text_embeds is None else text_embeds.to(self.device, dtype)
         self.frames_per_step = config.temporal_compression * config.block_frames
         self.reanchor_every = reanchor_every

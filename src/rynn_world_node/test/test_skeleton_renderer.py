@@ -25,7 +25,7 @@ def _single_joint(z, hand=0):
 
 
 def test_nearer_joint_is_larger_and_takes_the_near_colour():
-    k480 = K.resized(832, 480)
+    k480 = K.scaled(832, 480)
     renderer = SkeletonRenderer(k480, SkeletonStyle(near_m=0.2, far_m=1.0))
     near, far = renderer.render(_single_joint(0.25))[0], renderer.render(_single_joint(0.95))[0]
     near_area, far_area = (near.sum(-1) > 0).sum(), (far.sum(-1) > 0).sum()

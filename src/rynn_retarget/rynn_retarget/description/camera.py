@@ -26,6 +26,12 @@ class CameraIntrinsics:
     cx: float
     cy: float
 
+    def __post_init__(self):
+        if self.width <= 0 or self.height <= 0:
+            raise ValueError(f"image size must be positive, got {self.width}x{self.height}")
+        if self.fx <= 0 or self.fy <= 0:
+            raise ValueError(f"focal lengths must be positive, got fx={self.fx} fy={self.fy}")
+
     def scaled(self, width: int, height: int) -> "CameraIntrinsics":
         """The same camera resampled to ``width`` x ``height`` (e.g. the world model's 832x480)."""
         sx, sy = width / self.width, height / self.height

@@ -12,7 +12,6 @@ from diffusers import AutoencoderKLWan
 from rynn_retarget.description import D435I_COLOR
 from rynn_world.model.configs import WorldModelConfig
 from rynn_world.model.weights import load_transformer
-from rynn_world.skeleton import CameraIntrinsics
 from rynn_world.streaming import StreamingWorldModel
 
 PACKAGED_CHECKPOINTS = "rynn_world.checkpoints"
@@ -34,9 +33,8 @@ def load_streaming_model(
     diffusers layout; a missing or mismatched one raises an error that names what is wrong."""
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     path = Path(checkpoint).expanduser() if checkpoint else default_checkpoint(config)
-    intrinsics = _camera()
     if path is None:
-        model = StreamingWorldModel(config, intrinsics=intrinsics, device=device, dtype=dtype, seed=seed)
+        model = StreamingWorldModel(config, intrinsics=D435I_COLOR, device=device, dtype=dtype, seed=seed)
         return model, (
             f"random weights: no checkpoint given and none packaged for {config.name!r} "
             "(frames will not look like the scene; pass checkpoint:=<dir>)"
@@ -46,12 +44,6 @@ def load_streaming_model(
     transformer = load_transformer(path / "transformer", device=device, dtype=dtype)
     vae = AutoencoderKLWan.from_pretrained(str(path / "vae")).to(device=device, dtype=dtype)
     model = StreamingWorldModel(
-        config, transformer=transformer, vae=vae, intrinsics=intrinsics, device=device, dtype=dtype, seed=seed
+        config, transformer=transformer, vae=vae, intrinsics=D435I_COLOR, device=device, dtype=dtype, seed=seed
     )
     return model, f"checkpoint {path}"
-
-
-def _camera() -> CameraIntrinsics:
-    """The head camera; StreamingWorldModel rescales it to the model resolution."""
-    c = D435I_COLOR
-    return CameraIntrinsics(c.fx, c.fy, c.cx, c.cy, c.width, c.height)

@@ -12,33 +12,12 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from rynn_retarget.description.camera import CameraIntrinsics
+
 from .topology import FOREARM_ELBOW, FOREARM_WRIST, HAND_BONES, NUM_HAND_JOINTS
 
 _MIN_DEPTH_M = 1e-3  # points at or behind the camera plane cannot be projected
 _COORD_LIMIT = 1 << 15  # keep cv2's integer coordinates far from overflow
-
-
-@dataclass(frozen=True)
-class CameraIntrinsics:
-    """Pinhole intrinsics of the image the skeleton is rendered into (optical frame: z forward)."""
-
-    fx: float
-    fy: float
-    cx: float
-    cy: float
-    width: int
-    height: int
-
-    def __post_init__(self):
-        if self.width <= 0 or self.height <= 0:
-            raise ValueError(f"image size must be positive, got {self.width}x{self.height}")
-        if self.fx <= 0 or self.fy <= 0:
-            raise ValueError(f"focal lengths must be positive, got fx={self.fx} fy={self.fy}")
-
-    def resized(self, width: int, height: int) -> "CameraIntrinsics":
-        """Intrinsics for the same camera rendered at another resolution."""
-        sx, sy = width / self.width, height / self.height
-        return CameraIntrinsics(self.fx * sx, self.fy * sy, self.cx * sx, self.cy * sy, width, height)
 
 
 @dataclass(frozen=True)
