@@ -14,7 +14,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src" / "rynn_retarget"))
 
-from rynn_retarget.action_layout import LEFT_ARM, RIGHT_ARM  # noqa: E402
 from rynn_retarget.config import load_retarget_config  # noqa: E402
 from rynn_retarget.kinematics.arm_ik import ArmIkSolver  # noqa: E402
 from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig  # noqa: E402

@@ -1,5 +1,4 @@
 import mujoco
-import numpy as np
 import pytest
 
 from rynn_retarget.action_layout import joint_names

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 import rynn_robot_bridge.sim  # noqa: F401  (chooses the headless GL backend before mujoco loads)
-import mujoco
 from rynn_retarget.action_layout import ACTION_DIM, joint_names
 from rynn_retarget.description import D435I_COLOR
 from rynn_robot_bridge.sim.robot_model import CAMERA_FRAME

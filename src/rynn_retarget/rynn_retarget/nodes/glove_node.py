@@ -7,24 +7,20 @@ the tracker node publishes on /tf), so consumers can place it with TF.
 
 from __future__ import annotations
 
-import rclpy
-from rclpy.executors import ExternalShutdownException
-from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rynn_teleop_msgs.msg import BimanualSkeleton
 
-from rynn_retarget.nodes.operator_params import declare_source_parameters
-from rynn_retarget.operator.feed import OperatorFeed, open_source
+from rynn_retarget.node_runner import run_node
+from rynn_retarget.nodes.operator_input import OperatorInputNode
 from rynn_retarget.operator.frame import OperatorFrame
 from rynn_retarget.ros_conversions import make_bimanual_skeleton
 
 HANDS_TOPIC = "/rynn/operator/hands"
 
 
-class GloveNode(Node):
+class GloveNode(OperatorInputNode):
     def __init__(self):
-        super().__init__("glove_node")
-        settings = declare_source_parameters(self, default_rate_hz=120.0, default_udp_port=9871)
+        super().__init__("glove_node", default_rate_hz=120.0, default_udp_port=9871)
         self.declare_parameter("topic", HANDS_TOPIC)
         self.declare_parameter("frames.left_wrist", "operator_left_wrist")
         self.declare_parameter("frames.right_wrist", "operator_right_wrist")
@@ -33,11 +29,10 @@ class GloveNode(Node):
         self.publisher = self.create_publisher(
             BimanualSkeleton, topic, QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         )
-        self.published = 0
-        self.feed = OperatorFeed(
-            open_source(settings), self.publish_frame, settings.rate_hz, settings.epoch_s, on_error=self.on_bad_frame
-        ).start()
-        self.get_logger().info(f"publishing hands from source '{settings.kind}' at {settings.rate_hz:g} Hz on {topic}")
+        self.start_feed()
+        self.get_logger().info(
+            f"publishing hands from source '{self.settings.kind}' at {self.settings.rate_hz:g} Hz on {topic}"
+        )
 
     def publish_frame(self, frame: OperatorFrame) -> None:
         left, right = frame.left_hand, frame.right_hand
@@ -54,28 +49,10 @@ class GloveNode(Node):
             right_frame_id=self.frames["right"],
         )
         self.publisher.publish(msg)
-        self.published += 1
-
-    def on_bad_frame(self, error: Exception) -> None:
-        self.get_logger().warning(f"dropped an operator frame: {error}", throttle_duration_sec=2.0)
-
-    def destroy_node(self):
-        self.feed.stop()
-        super().destroy_node()
 
 
 def main(args=None):
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = GloveNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(GloveNode, args)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ import time
 import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rynn_teleop_msgs.msg import BimanualSkeleton, RobotAction, TeleopStatus
@@ -39,6 +38,7 @@ from rynn_retarget.action_layout import joint_names
 from rynn_retarget.config import load_retarget_config
 from rynn_retarget.config_paths import find_config
 from rynn_retarget.kinematics.calibration import save_calibration
+from rynn_retarget.node_runner import run_node
 from rynn_retarget.nodes.glove_node import HANDS_TOPIC
 from rynn_retarget.operator.frame import TRACKER_NAMES, HandSkeleton, OperatorFrame
 from rynn_retarget.pipeline import ARM_SLICES, RetargetPipeline
@@ -289,19 +289,7 @@ class RetargetNode(Node):
 
 def main(args=None):
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = RetargetNode()
-        executor = MultiThreadedExecutor(num_threads=2)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(RetargetNode, args, threads=2)
 
 
 if __name__ == "__main__":

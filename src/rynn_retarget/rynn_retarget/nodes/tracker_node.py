@@ -8,17 +8,14 @@ with this node's clock when the sample is taken.
 from __future__ import annotations
 
 import numpy as np
-import rclpy
 from geometry_msgs.msg import Quaternion, Transform, TransformStamped, Vector3
-from rclpy.executors import ExternalShutdownException
-from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Header
 from tf2_msgs.msg import TFMessage
 from transforms3d.quaternions import mat2quat
 
-from rynn_retarget.nodes.operator_params import declare_source_parameters
-from rynn_retarget.operator.feed import OperatorFeed, open_source
+from rynn_retarget.node_runner import run_node
+from rynn_retarget.nodes.operator_input import OperatorInputNode
 from rynn_retarget.operator.frame import TRACKER_NAMES, OperatorFrame
 
 TF_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)  # as tf2_ros' broadcaster
@@ -30,26 +27,23 @@ def transform_from_matrix(matrix: np.ndarray) -> Transform:
     return Transform(translation=Vector3(x=tx, y=ty, z=tz), rotation=Quaternion(x=x, y=y, z=z, w=w))
 
 
-class TrackerNode(Node):
+class TrackerNode(OperatorInputNode):
     def __init__(self):
-        super().__init__("tracker_node")
-        settings = declare_source_parameters(self, default_rate_hz=120.0, default_udp_port=9870)
+        super().__init__("tracker_node", default_rate_hz=120.0, default_udp_port=9870)
         self.declare_parameter("frames.world", "operator_world")
         for name in TRACKER_NAMES:
             self.declare_parameter(f"frames.{name}", f"operator_{name}")
         self.declare_parameter("openvr.serials", ["chest:", "left_wrist:", "right_wrist:", "left_upper_arm:", "right_upper_arm:"])
         self.world_frame = self.get_parameter("frames.world").value
         self.tracker_frames = {name: self.get_parameter(f"frames.{name}").value for name in TRACKER_NAMES}
-        settings.openvr_serials = dict(
+        self.settings.openvr_serials = dict(
             entry.split(":", 1) for entry in self.get_parameter("openvr.serials").value if entry.split(":", 1)[1]
         )
         self.publisher = self.create_publisher(TFMessage, "/tf", TF_QOS)
-        self.published = 0
-        self.feed = OperatorFeed(
-            open_source(settings), self.publish_frame, settings.rate_hz, settings.epoch_s, on_error=self.on_bad_frame
-        ).start()
+        self.start_feed()
         self.get_logger().info(
-            f"publishing {len(TRACKER_NAMES)} trackers from source '{settings.kind}' at {settings.rate_hz:g} Hz "
+            f"publishing {len(TRACKER_NAMES)} trackers from source '{self.settings.kind}' at "
+            f"{self.settings.rate_hz:g} Hz "
             f"as {self.world_frame} -> {', '.join(self.tracker_frames.values())}"
         )
 
@@ -66,28 +60,10 @@ class TrackerNode(Node):
         ]
         if transforms:
             self.publisher.publish(TFMessage(transforms=transforms))
-            self.published += 1
-
-    def on_bad_frame(self, error: Exception) -> None:
-        self.get_logger().warning(f"dropped an operator frame: {error}", throttle_duration_sec=2.0)
-
-    def destroy_node(self):
-        self.feed.stop()
-        super().destroy_node()
 
 
 def main(args=None):
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = TrackerNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(TrackerNode, args)
 
 
 if __name__ == "__main__":

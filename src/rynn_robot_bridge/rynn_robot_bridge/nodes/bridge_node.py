@@ -32,21 +32,18 @@ the SetMode request, after it has stopped forwarding the real camera.
 from __future__ import annotations
 
 import dataclasses
-import signal
 import threading
 import time
 
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.event_handler import SubscriptionEventCallbacks
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import String
 
 from rynn_retarget.action_layout import joint_names
+from rynn_retarget.node_runner import run_node
 from rynn_retarget.pipeline_stats import PipelineStats
 from rynn_retarget.ros_conversions import make_diagnostics, make_teleop_status
 from rynn_robot_bridge.bridge.camera_router import CameraRouter, FrameFormat, Routed
@@ -271,33 +268,15 @@ class BridgeNode(Node):
         self.status_pub.publish(status)
         self.diagnostics_pub.publish(diagnostics)
 
-    def close(self) -> None:
+    def destroy_node(self):
+        """Stop the LCM and command threads (they publish) before the node goes away."""
         self.command_loop.stop()
         self.link.stop()
+        super().destroy_node()
 
 
 def main(args=None) -> None:
-    # Ctrl-C / SIGTERM only set a flag: the LCM and command threads publish, so they must stop
-    # before the context goes away (rclpy's own handler invalidates it from the signal at once,
-    # and a KeyboardInterrupt raised inside rclpy's C++ calls surfaces as unrelated errors).
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
-    node = None
-    try:
-        node = BridgeNode()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        while not stop.is_set():
-            executor.spin_once(timeout_sec=0.1)
-    except ExternalShutdownException:
-        pass
-    finally:
-        if node is not None:
-            node.close()
-            node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(BridgeNode, args)
 
 
 if __name__ == "__main__":

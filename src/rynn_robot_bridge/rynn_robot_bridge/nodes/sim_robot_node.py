@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import logging
 
-import rclpy
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
-from rclpy.signals import SignalHandlerOptions
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
 
 from rynn_retarget.description import D435I_COLOR
+from rynn_retarget.node_runner import run_node
 from rynn_retarget.ros_conversions import time_from_seconds
 from rynn_robot_bridge.config import load_robot_config
 from rynn_robot_bridge.ros_camera import CAMERA_INFO_TOPIC, IMAGE_TOPIC, make_camera_info, make_image
@@ -87,20 +85,7 @@ class SimRobotNode(Node):
 
 def main(args=None) -> None:
     logging.basicConfig(level=logging.INFO, format="[%(levelname)s] [%(name)s]: %(message)s")
-    # Own SIGINT handling: the camera thread must stop before the context goes away.
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    node = None
-    try:
-        node = SimRobotNode()
-        while rclpy.ok():  # short waits so Ctrl-C (KeyboardInterrupt) is seen promptly
-            rclpy.spin_once(node, timeout_sec=0.1)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+    run_node(SimRobotNode, args)
 
 
 if __name__ == "__main__":

@@ -26,10 +26,8 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-import rclpy
 import torch
 from diagnostic_msgs.msg import DiagnosticArray
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rynn_teleop_msgs.msg import BimanualSkeleton, TeleopStatus
@@ -37,6 +35,7 @@ from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import String
 
 from rynn_retarget.description import D435I_COLOR
+from rynn_retarget.node_runner import run_node
 from rynn_retarget.pipeline_stats import PipelineStats
 from rynn_retarget.ros_conversions import (
     bimanual_skeleton_to_arrays,
@@ -294,19 +293,7 @@ class WorldModelNode(Node):
 
 
 def main(args=None):
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = WorldModelNode()
-        executor = MultiThreadedExecutor(num_threads=2)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(WorldModelNode, args, threads=2)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
-"""ROS parameters shared by the tracker and glove nodes: which source, and its settings."""
+"""What the tracker and glove nodes share: the source parameters and the feed that
+drives ``publish_frame`` from a background thread."""
 
 from __future__ import annotations
 
 from rclpy.node import Node
 
-from rynn_retarget.operator.feed import SourceSettings
+from rynn_retarget.operator.feed import OperatorFeed, SourceSettings, open_source
+from rynn_retarget.operator.frame import OperatorFrame
 
 DEFAULTS = SourceSettings()
 
@@ -34,3 +36,30 @@ def declare_source_parameters(node: Node, default_rate_hz: float, default_udp_po
         udp_host=get("udp.host"),
         udp_port=int(get("udp.port")),
     )
+
+
+class OperatorInputNode(Node):
+    """Declares the source parameters (``self.settings``); ``start_feed()`` then opens the
+    source and calls ``publish_frame`` per frame. A frame the node cannot publish is logged
+    and skipped; the stream goes on."""
+
+    def __init__(self, name: str, default_rate_hz: float, default_udp_port: int):
+        super().__init__(name)
+        self.settings = declare_source_parameters(self, default_rate_hz, default_udp_port)
+        self.feed: OperatorFeed | None = None
+
+    def start_feed(self) -> None:
+        s = self.settings
+        self.feed = OperatorFeed(open_source(s), self.publish_frame, s.rate_hz, s.epoch_s, on_error=self.on_bad_frame)
+        self.feed.start()
+
+    def publish_frame(self, frame: OperatorFrame) -> None:
+        raise NotImplementedError
+
+    def on_bad_frame(self, error: Exception) -> None:
+        self.get_logger().warning(f"dropped an operator frame: {error}", throttle_duration_sec=2.0)
+
+    def destroy_node(self):
+        if self.feed is not None:
+            self.feed.stop()
+        super().destroy_node()
