@@ -145,5 +145,6 @@ def _add_workspace(spec: mujoco.MjSpec) -> None:
                    contype=WORLD_BITS[0], conaffinity=WORLD_BITS[1])
     world.add_geom(name="back_wall", type=mujoco.mjtGeom.mjGEOM_BOX, size=[0.02, 2.0, 1.0], pos=[2.2, 0, 0.2],
                    rgba=[0.85, 0.86, 0.88, 1], contype=0, conaffinity=0)
-    world.add_light(name="key", pos=[0.3, -0.6, 1.6], dir=[0.1, 0.4, -1], diffuse=[0.6, 0.6, 0.6], castshadow=True)
+    # No shadows: on the CPU rasteriser they cost ~3/4 of every frame (bench_sim_robot.py).
+    world.add_light(name="key", pos=[0.3, -0.6, 1.6], dir=[0.1, 0.4, -1], diffuse=[0.6, 0.6, 0.6], castshadow=False)
     world.add_light(name="fill", pos=[0.5, 0.8, 1.2], dir=[0, -0.5, -1], diffuse=[0.3, 0.3, 0.3], castshadow=False)
