@@ -1,0 +1,223 @@
+"""Episode recorder: the canonical topics into one rosbag2 MCAP bag per episode.
+
+Services (std_srvs/Trigger): ``/rynn/recorder/start`` (answers the episode
+directory), ``/rynn/recorder/stop`` (answers the episode summary as JSON),
+``/rynn/recorder/discard`` (deletes the recording episode, else the one stopped
+last). The parameters ``task`` and ``operator_id`` are read at start. Topics and
+settings come from config/recorder.yaml (every key is a parameter).
+
+Subscriptions are raw (the CDR bytes go into the bag untouched), RELIABLE, and
+TRANSIENT_LOCAL for latched topics such as ``/rynn/mode``. Per topic the node
+counts received, written, failed and transport-lost messages and reports them on
+``/rynn/status`` and ``/diagnostics`` and in each episode's metadata. Episodes a
+crashed recorder left without metadata.yaml are recovered at start-up.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import signal
+import threading
+import time
+from pathlib import Path
+
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, KeyValue
+from rcl_interfaces.msg import ParameterDescriptor, ParameterType
+from rclpy.event_handler import SubscriptionEventCallbacks
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.signals import SignalHandlerOptions
+from std_srvs.srv import Trigger
+
+from rynn_retarget.pipeline_stats import PipelineStats
+from rynn_retarget.ros_conversions import make_diagnostics, make_teleop_status
+from rynn_robot_bridge.recording.recorder import EpisodeRecorder, RecorderError, RecorderSettings
+from rynn_robot_bridge.recording.recover import find_incomplete, recover_episode
+from rynn_robot_bridge.recording.settings import load_recorder_settings, parse_topic
+from rynn_teleop_msgs.msg import TeleopStatus
+
+NODE_NAME = "rynn_recorder"
+IMAGE_QUEUE_DEPTH = 30  # ~1 s of 640x480 frames
+QUEUE_DEPTH = 500  # 2.5 s of 200 Hz actions
+
+
+def message_class(msgtype: str):
+    package, kind, name = msgtype.split("/")
+    return getattr(importlib.import_module(f"{package}.{kind}"), name)
+
+
+def subscription_qos(msgtype: str, latched: bool) -> QoSProfile:
+    if latched:
+        return QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    depth = IMAGE_QUEUE_DEPTH if msgtype == "sensor_msgs/msg/Image" else QUEUE_DEPTH
+    return QoSProfile(depth=depth, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+
+
+class RecorderNode(Node):
+    def __init__(self):
+        super().__init__(NODE_NAME)
+        defaults = load_recorder_settings(self.declare_parameter("recorder_config", "").value or None)
+        param = {name: self._declare(name, value) for name, value in vars(defaults).items()}
+        self.recorder = EpisodeRecorder(RecorderSettings(
+            output_dir=Path(param["output_dir"]).expanduser().resolve(), mode_topic=param["mode_topic"],
+            latched_topics=tuple(param["latched_topics"]), flush_period_s=float(param["flush_period_s"]),
+            urdf_path=param["urdf_path"], world_model_checkpoint=param["world_model_checkpoint"],
+        ))
+        self.stats = PipelineStats()
+        self._lock = threading.Lock()  # services, timers and callbacks share the recorder
+        for episode in find_incomplete(self.recorder.settings.output_dir):
+            summary = recover_episode(episode)
+            self.get_logger().warning(f"recovered {episode.name} left by a crashed recorder: "
+                                      f"{summary['messages_written']} messages")
+
+        for entry in param["topics"]:
+            topic, msgtype = parse_topic(entry)
+            self.recorder.check_type(msgtype)
+            events = SubscriptionEventCallbacks(
+                incompatible_qos=lambda event, t=topic: self._incompatible(t, event),
+                message_lost=lambda status, t=topic: self._lost(t, status.total_count_change),
+            )
+            self.create_subscription(
+                message_class(msgtype), topic, lambda raw, t=topic, m=msgtype: self._on_message(t, m, raw),
+                subscription_qos(msgtype, topic in self.recorder.settings.latched_topics), raw=True,
+                event_callbacks=events,
+            )
+        self.create_service(Trigger, "/rynn/recorder/start", self._on_start)
+        self.create_service(Trigger, "/rynn/recorder/stop", self._on_stop)
+        self.create_service(Trigger, "/rynn/recorder/discard", self._on_discard)
+        self.status_pub = self.create_publisher(TeleopStatus, "/rynn/status", 10)
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.create_timer(1.0 / float(param["status_rate_hz"]), self._publish_status)
+        self.create_timer(min(0.25, self.recorder.settings.flush_period_s / 2), self._flush_if_due)
+        self.get_logger().info(f"recorder up: {len(param['topics'])} topics -> {self.recorder.settings.output_dir}")
+
+    def _declare(self, name: str, default):
+        """A parameter defaulting to the config file's value (lists typed explicitly: they may be empty)."""
+        if isinstance(default, list):
+            descriptor = ParameterDescriptor(type=ParameterType.PARAMETER_STRING_ARRAY)
+            return list(self.declare_parameter(name, default, descriptor).value)
+        return self.declare_parameter(name, default).value
+
+    # --- messages ---------------------------------------------------------------------------
+
+    def _on_message(self, topic: str, msgtype: str, raw: bytes) -> None:
+        stamp_ns = self.get_clock().now().nanoseconds
+        started = time.perf_counter()
+        with self._lock:
+            try:
+                self.recorder.offer(topic, msgtype, raw, stamp_ns)
+            except Exception as exc:  # counted as failed by the recorder; the node keeps recording
+                self.stats.set_fault(f"write {topic}", f"writing {topic} failed: {exc}")
+                self.get_logger().error(f"writing {topic} failed: {exc}", throttle_duration_sec=5.0)
+                return
+            if self.recorder.recording:
+                self.stats.record("bag_write", time.perf_counter() - started)
+
+    def _lost(self, topic: str, count: int) -> None:
+        with self._lock:
+            self.recorder.note_lost(topic, count)
+        self.get_logger().warning(f"{count} message(s) on {topic} lost in transport")
+
+    def _incompatible(self, topic: str, event) -> None:
+        policy = str(event.last_policy_kind).rsplit("POLICY_", 1)[-1]
+        with self._lock:
+            self.stats.set_fault(f"qos {topic}", f"a publisher on {topic} offers incompatible QoS ({policy}); not recorded")
+
+    def _flush_if_due(self) -> None:
+        with self._lock:
+            self.recorder.flush_if_due(time.monotonic())
+
+    # --- services ---------------------------------------------------------------------------
+
+    def _on_start(self, _request, response: Trigger.Response) -> Trigger.Response:
+        task = self.get_parameter("task").value
+        operator_id = self.get_parameter("operator_id").value
+        with self._lock:
+            try:
+                name = self.recorder.start(task, operator_id, self.get_clock().now().nanoseconds, time.monotonic())
+            except (RecorderError, OSError, ValueError) as exc:
+                response.success, response.message = False, str(exc)
+                return response
+            path, mode = self.recorder.episode.path, self.recorder.mode
+        response.success, response.message = True, str(path)
+        self.get_logger().info(f"recording {name} (task={task!r}, operator={operator_id!r}, mode={mode})")
+        return response
+
+    def _on_stop(self, _request, response: Trigger.Response) -> Trigger.Response:
+        with self._lock:
+            try:
+                summary = self.recorder.stop()
+            except RecorderError as exc:
+                response.success, response.message = False, str(exc)
+                return response
+        response.success, response.message = True, json.dumps(summary, sort_keys=True)
+        self.get_logger().info(f"stopped {summary['episode']}: {summary['messages_written']} messages written")
+        return response
+
+    def _on_discard(self, _request, response: Trigger.Response) -> Trigger.Response:
+        with self._lock:
+            try:
+                name = self.recorder.discard()
+            except (RecorderError, OSError) as exc:
+                response.success, response.message = False, str(exc)
+                return response
+        response.success, response.message = True, f"discarded {name}"
+        self.get_logger().info(f"discarded {name}")
+        return response
+
+    # --- status -----------------------------------------------------------------------------
+
+    def _publish_status(self) -> None:
+        stamp = self.get_clock().now().to_msg()
+        with self._lock:
+            totals = self.recorder.totals
+            self.stats.outputs = sum(c.written for c in totals.topics.values())
+            for topic, counts in totals.topics.items():
+                self.stats.dropped[f"{topic} lost"] = counts.lost
+                self.stats.rejected[f"{topic} write_failed"] = counts.failed
+            status = make_teleop_status(self.stats, NODE_NAME, TeleopStatus.MODE_UNKNOWN, stamp)
+            diagnostics = make_diagnostics(self.stats, NODE_NAME, str(self.recorder.settings.output_dir), stamp)
+            episode = self.recorder.episode
+            values = [KeyValue(key="recording", value=episode.path.name if episode else ""),
+                      KeyValue(key="mode", value=self.recorder.mode),
+                      KeyValue(key="idle_messages", value=str(totals.idle))]
+            for topic, counts in sorted((episode.counts if episode else {}).items()):
+                values += [KeyValue(key=f"episode{topic}.{k}", value=str(v)) for k, v in counts.as_dict().items()]
+            for topic, counts in sorted(totals.topics.items()):
+                values += [KeyValue(key=f"total{topic}.{k}", value=str(v)) for k, v in counts.as_dict().items()]
+        diagnostics.status[0].values.extend(values)
+        self.status_pub.publish(status)
+        self.diagnostics_pub.publish(diagnostics)
+
+    def close(self) -> None:
+        with self._lock:
+            self.recorder.close()
+
+
+def main(args=None) -> None:
+    # Ctrl-C / SIGTERM finish the recording episode (metadata.yaml written) before the context goes.
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    node = None
+    try:
+        node = RecorderNode()
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        while not stop.is_set():
+            executor.spin_once(timeout_sec=0.1)
+    except ExternalShutdownException:
+        pass
+    finally:
+        if node is not None:
+            node.close()
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()

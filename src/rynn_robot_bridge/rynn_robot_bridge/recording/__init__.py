@@ -1,0 +1,1 @@
+"""Episode recording without ROS: rosbag2 MCAP bags per episode, metadata, counters, crash recovery."""

@@ -1,0 +1,131 @@
+"""One episode's rosbag2 MCAP bag, written with ``rosbags`` from already-serialized CDR messages.
+
+The bag directory holds ``<name>.mcap``, ``metadata.yaml`` (written on close, so
+``ros2 bag info/play`` and Foxglove open it) and ``episode_info.json`` (setup and
+per-topic counters, rewritten at every flush so a crashed episode still says
+what it is; ``recover.py`` rebuilds metadata.yaml from the MCAP file).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from rosbags.rosbag2 import StoragePlugin, Writer
+
+from rynn_robot_bridge.recording.metadata import SIDECAR_NAME, EpisodeSetup
+
+
+@dataclass
+class TopicCounts:
+    """received = written + failed; lost = dropped by the transport before reaching us."""
+
+    received: int = 0
+    written: int = 0
+    failed: int = 0
+    lost: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {"received": self.received, "written": self.written, "failed": self.failed, "lost": self.lost}
+
+
+def flush_mcap(writer: Writer) -> None:
+    """Put everything written so far into the file: close the open MCAP chunk and flush the stream.
+
+    rosbags buffers up to 1 MiB per chunk in memory and has no public flush, so
+    this reaches into its MCAP storage; a clear error if that ever changes.
+    """
+    storage = writer.storage
+    if storage is None or not hasattr(storage, "close_chunk") or not hasattr(storage, "bio"):
+        raise RuntimeError("this rosbags version's MCAP writer cannot be flushed (expected close_chunk/bio)")
+    if storage.chunk.bio.tell():
+        storage.close_chunk()
+    storage.bio.flush()
+
+
+def write_json_atomically(path: Path, data: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+    os.replace(tmp, path)
+
+
+class EpisodeBag:
+    """An open episode bag: ``write`` serialized messages, ``flush`` regularly, then ``close`` or ``discard``."""
+
+    def __init__(self, path: Path, setup: EpisodeSetup, typestore):
+        self.path = Path(path)
+        self.setup = setup
+        self.counts: dict[str, TopicCounts] = {}
+        self.modes_seen: list[str] = [] if setup.mode == "unknown" else [setup.mode]
+        self._store = typestore
+        self._writer = Writer(self.path, version=9, storage_plugin=StoragePlugin.MCAP)
+        self._writer.open()
+        self._connections: dict[str, object] = {}
+        self.write_sidecar(state="recording")
+
+    def counts_for(self, topic: str) -> TopicCounts:
+        return self.counts.setdefault(topic, TopicCounts())
+
+    def write(self, topic: str, msgtype: str, raw: bytes, stamp_ns: int) -> None:
+        """Count the message as received, then write it (``failed`` counted and the error re-raised)."""
+        counts = self.counts_for(topic)
+        counts.received += 1
+        try:
+            connection = self._connections.get(topic)
+            if connection is None:
+                connection = self._writer.add_connection(topic, msgtype, typestore=self._store)
+                self._connections[topic] = connection
+            self._writer.write(connection, stamp_ns, raw)
+        except Exception:
+            counts.failed += 1
+            raise
+        counts.written += 1
+
+    def note_mode(self, mode: str) -> None:
+        if not self.modes_seen or self.modes_seen[-1] != mode:
+            self.modes_seen.append(mode)
+
+    def summary(self, state: str) -> dict:
+        return {
+            **self.setup.as_dict(),
+            "episode": self.path.name,
+            "state": state,
+            "modes_seen": list(self.modes_seen),
+            "topics": {topic: c.as_dict() for topic, c in sorted(self.counts.items())},
+            "messages_received": sum(c.received for c in self.counts.values()),
+            "messages_written": sum(c.written for c in self.counts.values()),
+        }
+
+    def write_sidecar(self, state: str) -> dict:
+        summary = self.summary(state)
+        write_json_atomically(self.path / SIDECAR_NAME, summary)
+        return summary
+
+    def flush(self) -> None:
+        """Everything written so far reaches the file; a SIGKILL after this loses nothing before it."""
+        flush_mcap(self._writer)
+        self.write_sidecar(state="recording")
+
+    def close(self) -> dict:
+        """Finish the MCAP file and metadata.yaml (custom_data carries the setup and counters)."""
+        summary = self.summary(state="complete")
+        for key, value in custom_data(summary).items():
+            self._writer.set_custom_data(key, value)
+        self._writer.close()
+        write_json_atomically(self.path / SIDECAR_NAME, summary)
+        return summary
+
+    def discard(self) -> None:
+        self._writer.abort()
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def custom_data(summary: dict) -> dict[str, str]:
+    """metadata.yaml custom_data (string values only): the setup fields plus the counters as JSON."""
+    flat = {k: str(v) for k, v in summary.items() if not isinstance(v, (dict, list))}
+    flat["modes_seen"] = ",".join(summary["modes_seen"])
+    flat["topic_counts"] = json.dumps(summary["topics"], sort_keys=True)
+    return flat

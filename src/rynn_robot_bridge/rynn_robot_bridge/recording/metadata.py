@@ -1,0 +1,69 @@
+"""What each recorded episode says about itself, and the hashes that identify its setup.
+
+The hashes make a dataset auditable: two episodes recorded with different URDFs
+or world-model checkpoints are never silently mixed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from rynn_retarget.description import resolve_urdf_path
+
+NO_CHECKPOINT = "none"
+SIDECAR_NAME = "episode_info.json"  # next to metadata.yaml; rewritten at every flush, so it survives a crash
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def checkpoint_sha256(path: str | Path | None) -> str:
+    """sha256 of a checkpoint file, or of a directory's relative paths and contents; "none" when unset."""
+    if not path:
+        return NO_CHECKPOINT
+    path = Path(path).expanduser()
+    if path.is_file():
+        return file_sha256(path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"world-model checkpoint not found: {path}")
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        digest.update(file.relative_to(path).as_posix().encode() + b"\0")
+        digest.update(file_sha256(file).encode())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class EpisodeSetup:
+    """The part of an episode's metadata fixed before its first message."""
+
+    task: str
+    operator_id: str
+    mode: str  # "real" | "digital" | "unknown" (no /rynn/mode received yet)
+    robot_description: str
+    robot_description_sha256: str
+    world_model_checkpoint: str
+    world_model_checkpoint_sha256: str
+    start_time_ns: int
+
+    @classmethod
+    def create(cls, task: str, operator_id: str, mode: str, urdf_path: str, checkpoint: str, start_time_ns: int):
+        urdf = resolve_urdf_path(urdf_path or None)
+        return cls(
+            task=task, operator_id=operator_id, mode=mode, robot_description=str(urdf),
+            robot_description_sha256=file_sha256(urdf), world_model_checkpoint=str(checkpoint or NO_CHECKPOINT),
+            world_model_checkpoint_sha256=checkpoint_sha256(checkpoint), start_time_ns=int(start_time_ns),
+        )
+
+    def as_dict(self) -> dict:
+        values = asdict(self)
+        values["start_time_utc"] = datetime.fromtimestamp(self.start_time_ns / 1e9, timezone.utc).isoformat()
+        return values

@@ -1,0 +1,137 @@
+"""The ROS-free recorder core on real MCAP files: episodes, counters, latched replay, crash recovery."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+import yaml
+from rosbags.rosbag2 import Reader
+
+from rynn_retarget.description import default_urdf_path
+from rynn_robot_bridge.recording.metadata import SIDECAR_NAME, checkpoint_sha256, file_sha256
+from rynn_robot_bridge.recording.recorder import EpisodeRecorder, RecorderError, RecorderSettings
+from rynn_robot_bridge.recording.recover import find_incomplete, main as recover_main, recover_episode
+from rynn_robot_bridge.recording.settings import load_recorder_settings, parse_topic
+
+ACTION = "rynn_teleop_msgs/msg/RobotAction"
+STRING = "std_msgs/msg/String"
+
+
+def serialized_action(recorder: EpisodeRecorder, value: float, sequence: int) -> bytes:
+    types = recorder.typestore.types
+    header = types["std_msgs/msg/Header"](stamp=types["builtin_interfaces/msg/Time"](sec=0, nanosec=0), frame_id="base_link")
+    msg = types[ACTION](header=header, positions=np.full(54, value), sequence=sequence)
+    return recorder.typestore.serialize_cdr(msg, ACTION)
+
+
+def serialized_mode(recorder: EpisodeRecorder, mode: str) -> bytes:
+    return recorder.typestore.serialize_cdr(recorder.typestore.types[STRING](data=mode), STRING)
+
+
+@pytest.fixture
+def recorder(tmp_path):
+    checkpoint = tmp_path / "checkpoint"
+    checkpoint.mkdir()
+    (checkpoint / "weights.bin").write_bytes(b"\x01\x02")
+    return EpisodeRecorder(RecorderSettings(tmp_path / "out", world_model_checkpoint=str(checkpoint)))
+
+
+def test_episode_bag_holds_latched_mode_counts_and_setup(recorder, tmp_path):
+    recorder.offer("/rynn/mode", STRING, serialized_mode(recorder, "digital"), 5)  # long before the episode
+    recorder.offer("/rynn/action", ACTION, serialized_action(recorder, 0.0, 0), 6)  # idle: not in any bag
+    name = recorder.start("stack cups", "op-3", 1_000, 0.0)
+    for i in range(10):
+        recorder.offer("/rynn/action", ACTION, serialized_action(recorder, i * 0.1, i), 2_000 + i)
+    recorder.offer("/rynn/mode", STRING, serialized_mode(recorder, "real"), 3_000)
+    summary = recorder.stop()
+
+    bag = tmp_path / "out" / name
+    with Reader(bag) as reader:
+        assert {c.topic: c.msgcount for c in reader.connections} == {"/rynn/mode": 2, "/rynn/action": 10}
+        modes = [recorder.typestore.deserialize_cdr(raw, STRING).data
+                 for c, _, raw in reader.messages() if c.topic == "/rynn/mode"]
+    assert modes == ["digital", "real"]
+    info = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    custom = info["custom_data"]
+    assert info["storage_identifier"] == "mcap"
+    assert (custom["mode"], custom["task"], custom["operator_id"], custom["modes_seen"]) == ("digital", "stack cups", "op-3", "digital,real")
+    assert custom["robot_description_sha256"] == file_sha256(default_urdf_path())
+    assert custom["world_model_checkpoint_sha256"] == checkpoint_sha256(tmp_path / "checkpoint") != "none"
+    assert json.loads(custom["topic_counts"])["/rynn/action"] == {"received": 10, "written": 10, "failed": 0, "lost": 0}
+    assert json.loads((bag / SIDECAR_NAME).read_text()) == summary
+    assert recorder.totals.idle == 2 and recorder.totals.topics["/rynn/action"].written == 10
+
+
+def test_start_stop_discard_answer_by_state(recorder, tmp_path):
+    with pytest.raises(RecorderError, match="no episode is recording"):
+        recorder.stop()
+    with pytest.raises(RecorderError, match="nothing to discard"):
+        recorder.discard()
+    first = recorder.start("t", "o", 1, 0.0)
+    with pytest.raises(RecorderError, match="already recording"):
+        recorder.start("t", "o", 2, 0.0)
+    assert recorder.discard() == first and not (tmp_path / "out" / first).exists()
+    second = recorder.start("t", "o", 3, 0.0)
+    assert second != first
+    recorder.stop()
+    assert recorder.discard() == second and not (tmp_path / "out" / second).exists()  # the one stopped last
+    with pytest.raises(RecorderError):
+        recorder.discard()
+
+
+def test_a_failed_write_is_counted_not_silent(recorder):
+    recorder.start("t", "o", 1, 0.0)
+    with pytest.raises(Exception):
+        recorder.offer("/bogus", "no_pkg/msg/Nothing", b"\x00\x01\x00\x00", 10)
+    summary = recorder.stop()
+    assert summary["topics"]["/bogus"] == {"received": 1, "written": 0, "failed": 1, "lost": 0}
+    assert recorder.totals.topics["/bogus"].failed == 1
+
+
+def test_recover_rebuilds_a_torn_bag_up_to_its_last_flush(recorder, tmp_path):
+    name = recorder.start("t", "o", 1, 0.0)
+    for i in range(20):
+        recorder.offer("/rynn/action", ACTION, serialized_action(recorder, 0.01 * i, i), 10 + i)
+    recorder.flush_if_due(recorder.settings.flush_period_s + 1.0)
+    for i in range(20, 25):  # still in the writer's memory when the process dies
+        recorder.offer("/rynn/action", ACTION, serialized_action(recorder, 0.01 * i, i), 10 + i)
+    crashed = tmp_path / "out" / "episode_0042"
+    shutil.copytree(tmp_path / "out" / name, crashed)  # the files exactly as a SIGKILL would leave them
+    mcap = crashed / f"{name}.mcap"
+    with mcap.open("ab") as stream:
+        stream.write(b"\x06" + (10**6).to_bytes(8, "little") + b"torn chunk")  # a record cut short
+    assert not (crashed / "metadata.yaml").exists()
+    with pytest.raises(FileNotFoundError, match="metadata"):
+        Reader(crashed)
+    assert crashed in find_incomplete(tmp_path / "out")
+
+    summary = recover_episode(crashed)
+    with Reader(crashed) as reader:
+        assert {c.topic: c.msgcount for c in reader.connections} == {"/rynn/action": 20}
+        sequences = [recorder.typestore.deserialize_cdr(raw, ACTION).sequence for _, _, raw in reader.messages()]
+    assert sequences == list(range(20))
+    assert summary["state"] == "recovered" and summary["topics"]["/rynn/action"]["written"] == 20
+    custom = yaml.safe_load((crashed / "metadata.yaml").read_text())["rosbag2_bagfile_information"]["custom_data"]
+    assert custom["state"] == "recovered" and custom["task"] == "t"
+    assert not (tmp_path / "out" / "episode_0042.truncated").exists()
+    recorder.stop()
+    recover_main([str(tmp_path / "out")])  # nothing left to recover
+    assert find_incomplete(tmp_path / "out") == []
+
+
+def test_config_file_and_topic_entries(tmp_path):
+    settings = load_recorder_settings()
+    assert "/rynn/action rynn_teleop_msgs/msg/RobotAction" in settings.topics and settings.latched_topics == ["/rynn/mode"]
+    assert parse_topic("/joint_states sensor_msgs/msg/JointState") == ("/joint_states", "sensor_msgs/msg/JointState")
+    with pytest.raises(ValueError, match="must be"):
+        parse_topic("/joint_states")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("topicz: []\n")
+    with pytest.raises(ValueError, match="unknown keys"):
+        load_recorder_settings(bad)
+    assert checkpoint_sha256("") == "none"
+    with pytest.raises(FileNotFoundError):
+        checkpoint_sha256(tmp_path / "missing")
