@@ -28,6 +28,7 @@ setup(
     entry_points={
         "console_scripts": [
             "world_model_node = rynn_world.nodes.world_model_node:main",
+            "rynn_launch = rynn_world.launcher.cli:main",
         ],
     },
 )

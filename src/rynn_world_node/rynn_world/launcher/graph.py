@@ -1,0 +1,172 @@
+"""The teleoperation graph (config/teleop_graph.yaml): load it and resolve launch arguments.
+
+Plain Python, no ROS: both the ROS launch file and the embedded launcher turn the
+same resolved ``NodeSpec`` list into processes, so the node list, parameters and
+remappings have one source of truth.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+GRAPH_FILE = "teleop_graph.yaml"
+ARG_PATTERN = re.compile(r"\$\(arg ([A-Za-z_][A-Za-z0-9_]*)\)")
+ARGUMENT_KEYS = {"default", "choices", "translate", "description"}
+NODE_KEYS = {"name", "package", "executable", "module", "required", "ready_log", "parameters", "remappings", "if"}
+
+
+class GraphError(ValueError):
+    """The graph file or a launch argument is invalid; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Argument:
+    name: str
+    default: object
+    description: str = ""
+    choices: tuple = ()
+    translate: dict = field(default_factory=dict)
+
+    def parse(self, text: str) -> object:
+        """A command-line value (always text) as the default's type, checked against choices."""
+        value = yaml.safe_load(text) if text != "" else ""
+        expected = type(self.default)
+        if expected is float and type(value) is int:
+            value = float(value)
+        elif expected is str:
+            value = text
+        if type(value) is not expected:
+            raise GraphError(f"argument {self.name}:={text!r} must be {expected.__name__}")
+        if self.choices and value not in self.choices:
+            raise GraphError(f"argument {self.name}:={text!r} is not one of {', '.join(map(str, self.choices))}")
+        return self.translate.get(value, value)
+
+    @property
+    def default_text(self) -> str:
+        """The default as launch argument text (what ``parse`` reads back)."""
+        return as_text(self.default)
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node process, with every ``$(arg ...)`` already substituted."""
+
+    name: str
+    package: str
+    executable: str
+    module: str
+    required: bool
+    parameters: dict
+    remappings: tuple  # (from, to) pairs
+    ready_log: str = ""
+
+
+@dataclass(frozen=True)
+class Graph:
+    arguments: dict  # name -> Argument, in file order
+    nodes: list  # raw node entries, substituted by resolve()
+    path: Path
+
+
+def default_graph_path() -> Path:
+    from rynn_retarget.config_paths import find_config
+
+    return find_config(GRAPH_FILE)
+
+
+def load_graph(path: str | Path | None = None) -> Graph:
+    path = Path(path) if path else default_graph_path()
+    raw = yaml.safe_load(path.read_text()) or {}
+    unknown = set(raw) - {"arguments", "nodes"}
+    if unknown:
+        raise GraphError(f"{path}: unknown top-level keys {sorted(unknown)}")
+    arguments = {}
+    for name, entry in (raw.get("arguments") or {}).items():
+        if set(entry) - ARGUMENT_KEYS or "default" not in entry:
+            raise GraphError(f"{path}: argument {name!r} needs 'default' and only {sorted(ARGUMENT_KEYS)}")
+        arguments[name] = Argument(
+            name, entry["default"], entry.get("description", ""), tuple(entry.get("choices", ())), dict(entry.get("translate", {}))
+        )
+    nodes = list(raw.get("nodes") or [])
+    names = [entry.get("name") for entry in nodes]
+    for entry in nodes:
+        missing = {"name", "package", "executable", "module"} - set(entry)
+        if missing or set(entry) - NODE_KEYS:
+            raise GraphError(f"{path}: node {entry.get('name')!r} needs {sorted(missing)}; allowed keys {sorted(NODE_KEYS)}")
+    if len(set(names)) != len(names):
+        raise GraphError(f"{path}: node names must be unique: {names}")
+    return Graph(arguments, nodes, path)
+
+
+def argument_values(graph: Graph, overrides: dict[str, str]) -> dict[str, object]:
+    """Every argument's typed (and translated) value: the override's if given, else the default."""
+    unknown = set(overrides) - set(graph.arguments)
+    if unknown:
+        raise GraphError(f"unknown launch arguments {sorted(unknown)}; known: {', '.join(graph.arguments)}")
+    return {
+        name: argument.parse(overrides[name] if name in overrides else argument.default_text)
+        for name, argument in graph.arguments.items()
+    }
+
+
+def substitute(value, values: dict[str, object]):
+    """``$(arg x)`` alone -> x's typed value; inside a longer string -> its text; lists recursively."""
+    if isinstance(value, list):
+        return [substitute(item, values) for item in value]
+    if not isinstance(value, str):
+        return value
+
+    def lookup(name: str):
+        if name not in values:
+            raise GraphError(f"$(arg {name}) names no declared argument")
+        return values[name]
+
+    whole = ARG_PATTERN.fullmatch(value)
+    if whole:
+        return lookup(whole.group(1))
+    return ARG_PATTERN.sub(lambda match: as_text(lookup(match.group(1))), value)
+
+
+def as_text(value) -> str:
+    """A value as launch-argument text (YAML spelling of booleans)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def module_available(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def resolve(graph: Graph, overrides: dict[str, str] | None = None, check_modules: bool = True) -> list[NodeSpec]:
+    """The nodes to start for these launch arguments, in start order."""
+    values = argument_values(graph, overrides or {})
+    specs = []
+    for entry in graph.nodes:
+        if "if" in entry:
+            included = substitute(entry["if"], values)
+            if not isinstance(included, bool):
+                raise GraphError(f"node {entry['name']}: 'if' must resolve to true/false, got {included!r}")
+            if not included:
+                continue
+        if check_modules and not module_available(entry["module"]):
+            raise GraphError(f"node {entry['name']} needs the module {entry['module']}, which is not installed")
+        specs.append(
+            NodeSpec(
+                name=entry["name"],
+                package=entry["package"],
+                executable=entry["executable"],
+                module=entry["module"],
+                required=bool(entry.get("required", False)),
+                parameters={key: substitute(value, values) for key, value in (entry.get("parameters") or {}).items()},
+                remappings=tuple((source, substitute(target, values)) for source, target in (entry.get("remappings") or {}).items()),
+                ready_log=entry.get("ready_log", ""),
+            )
+        )
+    return specs
