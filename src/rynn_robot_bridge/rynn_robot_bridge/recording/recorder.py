@@ -118,6 +118,7 @@ class EpisodeRecorder:
         self._last_flush_s = monotonic_s
         for topic, sample in self._latched.items():
             self.episode.write(topic, sample.msgtype, sample.raw, stamp_ns)
+            self.totals.for_topic(topic).written += 1
         return path.name
 
     def stop(self) -> dict:
