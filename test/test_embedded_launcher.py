@@ -81,10 +81,11 @@ def test_bad_arguments_are_named(graph, arguments, message):
 
 
 def test_recorder_only_when_recording(graph):
-    assert "recorder_node" not in by_name(resolve(graph, {"record": "false"}))
+    assert "rynn_recorder" not in by_name(resolve(graph, {"record": "false"}))
     if module_available(RECORDER):
-        recorder = by_name(resolve(graph, {"record": "true", "record_dir": "/data/bags"}))["recorder_node"]
+        recorder = by_name(resolve(graph, {"record": "true", "record_dir": "/data/bags", "checkpoint": "/models/wm"}))["rynn_recorder"]
         assert recorder.required and recorder.parameters["output_dir"] == "/data/bags"
+        assert recorder.parameters["world_model_checkpoint"] == "/models/wm"  # its episodes' metadata
     else:
         with pytest.raises(GraphError, match=f"needs the module {RECORDER}, which is not installed"):
             resolve(graph, {"record": "true"})
