@@ -1,0 +1,156 @@
+"""Recorded bags -> LeRobot v3, read back with pyarrow and a video decoder; bad bags are named or counted."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import av
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from rynn_retarget.action_layout import joint_names
+from rynn_robot_bridge.export.bag_episode import EpisodeExportError, find_bags, load_episode
+from rynn_robot_bridge.export.lerobot import IMAGE_KEY, export
+from rynn_robot_bridge.recording.recorder import EpisodeRecorder, RecorderSettings
+from ros_test_tools import node_env
+
+WIDTH, HEIGHT = 64, 48
+SECOND = 10**9
+
+
+class BagBuilder:
+    """Episodes written by the real recorder core (no DDS needed): camera 30 Hz, joint states 100 Hz, actions 200 Hz."""
+
+    def __init__(self, out):
+        self.recorder = EpisodeRecorder(RecorderSettings(out))
+        self.store = self.recorder.typestore
+        self.t = self.store.types
+
+    def _header(self, stamp_ns, frame_id=""):
+        time = self.t["builtin_interfaces/msg/Time"](sec=stamp_ns // SECOND, nanosec=stamp_ns % SECOND)
+        return self.t["std_msgs/msg/Header"](stamp=time, frame_id=frame_id)
+
+    def offer(self, topic, msgtype, msg, stamp_ns):
+        self.recorder.offer(topic, msgtype, self.store.serialize_cdr(msg, msgtype), stamp_ns)
+
+    def episode(self, mode, task, seconds=1.0, action_size=54, bad_actions=0, skip_topic=None, start_ns=10 * SECOND):
+        self.offer("/rynn/mode", "std_msgs/msg/String", self.t["std_msgs/msg/String"](data=mode), start_ns - SECOND)
+        name = self.recorder.start(task, "op-1", start_ns, 0.0)
+        events = []
+        events += [(start_ns + i * SECOND // 30, "image", i) for i in range(int(seconds * 30))]
+        events += [(start_ns + i * SECOND // 100, "state", i) for i in range(int(seconds * 100))]
+        events += [(start_ns + i * SECOND // 200, "action", i) for i in range(int(seconds * 200))]
+        for stamp, kind, i in sorted(events):
+            if kind == skip_topic:
+                continue
+            if kind == "image":
+                pixels = np.full((HEIGHT, WIDTH, 3), (i * 8 % 256, 100 if mode == "real" else 200, 50), np.uint8)
+                msg = self.t["sensor_msgs/msg/Image"](header=self._header(stamp, "camera_color_optical_frame"),
+                                                      height=HEIGHT, width=WIDTH, encoding="rgb8", is_bigendian=0,
+                                                      step=WIDTH * 3, data=pixels.reshape(-1))
+                self.offer("/camera/camera/color/image_raw", "sensor_msgs/msg/Image", msg, stamp)
+            elif kind == "state":
+                msg = self.t["sensor_msgs/msg/JointState"](header=self._header(stamp), name=joint_names(),
+                                                           position=np.full(54, i / 100), velocity=np.zeros(0),
+                                                           effort=np.zeros(0))
+                self.offer("/joint_states", "sensor_msgs/msg/JointState", msg, stamp)
+            elif action_size == 54:
+                positions = np.full(54, np.nan if i < bad_actions else i / 200)
+                msg = self.t["rynn_teleop_msgs/msg/RobotAction"](header=self._header(stamp, "base_link"),
+                                                                 positions=positions, sequence=i)
+                self.offer("/rynn/action", "rynn_teleop_msgs/msg/RobotAction", msg, stamp)
+            else:  # a producer that publishes the action as a plain array, with the wrong size
+                layout = self.t["std_msgs/msg/MultiArrayLayout"](dim=[], data_offset=0)
+                msg = self.t["std_msgs/msg/Float64MultiArray"](layout=layout, data=np.zeros(action_size))
+                self.offer("/rynn/action", "std_msgs/msg/Float64MultiArray", msg, stamp)
+        self.recorder.stop()
+        return self.recorder.settings.output_dir / name
+
+
+@pytest.fixture(scope="module")
+def bags(tmp_path_factory):
+    builder = BagBuilder(tmp_path_factory.mktemp("recordings"))
+    digital = builder.episode("digital", "stack cups", bad_actions=3)
+    real = builder.episode("real", "stack cups", seconds=1.5)
+    return digital, real
+
+
+def test_export_reads_back_with_pyarrow_and_a_video_decoder(bags, tmp_path):
+    out = tmp_path / "dataset"
+    info, skipped = export([bags[0].parent], out, fps=16, progress=False)
+    assert skipped == {}
+    assert info["codebase_version"] == "v3.0" and info["fps"] == 16 and info["total_episodes"] == 2
+    features = info["features"]
+    assert features["observation.state"]["shape"] == [54] and features["action"]["shape"] == [54]
+    assert features["observation.state"]["names"] == joint_names()
+    assert features[IMAGE_KEY]["dtype"] == "video" and features[IMAGE_KEY]["shape"] == [HEIGHT, WIDTH, 3]
+
+    schema = pq.read_schema(out / "data/chunk-000/file-000.parquet")
+    assert schema.field("observation.state").type == schema.field("action").type == pa.list_(pa.float32(), 54)
+    data = pq.read_table(out / "data/chunk-000/file-000.parquet").to_pydict()
+    episodes = pq.read_table(out / "meta/episodes/chunk-000/file-000.parquet").to_pylist()
+    lengths = [e["length"] for e in episodes]
+    assert lengths == [16, 24]  # 1.0 s and 1.5 s at 16 FPS (first to last common sample)
+    assert info["total_frames"] == len(data["index"]) == sum(lengths)
+    state, action = np.array(data["observation.state"]), np.array(data["action"])
+    assert state.shape == action.shape == (40, 54)
+    assert np.isfinite(action).all()  # the three NaN actions were skipped, not exported
+    assert episodes[0]["skipped_messages"] == json.dumps({"action with NaN/inf": 3})
+    assert data["mode"][:16] == [1] * 16 and data["mode"][16:] == [0] * 16 + [0] * 8
+    assert [e["mode"] for e in episodes] == ["digital", "real"]
+    assert data["episode_index"] == [0] * 16 + [1] * 24 and data["frame_index"][16] == 0
+    np.testing.assert_allclose(data["timestamp"][:3], [0, 1 / 16, 2 / 16], rtol=1e-6)
+    # latest-before resampling on the receive clock; episode 0 starts at its first valid action (the 4th, 15 ms)
+    frame_times = 0.015 + np.arange(16) / 16
+    np.testing.assert_allclose(state[:16, 0], np.floor(frame_times * 100 + 1e-6) / 100, atol=1e-6)
+    np.testing.assert_allclose(action[:16, 0], np.floor(frame_times * 200 + 1e-6) / 200, atol=1e-6)
+
+    tasks = pq.read_table(out / "meta/tasks.parquet").to_pydict()
+    assert tasks == {"task_index": [0], "task": ["stack cups"]} and data["task_index"] == [0] * 40
+    stats = json.loads((out / "meta/stats.json").read_text())
+    assert stats["action"]["count"] == [40] and len(stats["observation.state"]["mean"]) == 54
+    assert np.array(stats[IMAGE_KEY]["mean"]).shape == (3, 1, 1)
+
+    with av.open(str(out / f"videos/{IMAGE_KEY}/chunk-000/file-000.mp4")) as container:
+        stream = container.streams.video[0]
+        frames = [f.to_ndarray(format="rgb24") for f in container.decode(stream)]
+        assert stream.average_rate == 16
+    assert len(frames) == 40 and frames[0].shape == (HEIGHT, WIDTH, 3)
+    assert episodes[1][f"videos/{IMAGE_KEY}/from_timestamp"] == pytest.approx(1.0)
+    assert episodes[1][f"videos/{IMAGE_KEY}/to_timestamp"] == pytest.approx(2.5)
+    assert abs(int(frames[0][..., 1].mean()) - 200) < 8 and abs(int(frames[20][..., 1].mean()) - 100) < 8  # digital, real
+    # the image of frame k is the camera frame received last before it: red channel = 8 * camera frame number
+    assert abs(int(frames[5][..., 0].mean()) - 8 * int(frame_times[5] * 30)) < 8
+
+
+def test_bad_bags_are_named_or_counted(tmp_path):
+    builder = BagBuilder(tmp_path / "recordings")
+    no_camera = builder.episode("real", "t", seconds=0.5, skip_topic="image")
+    wrong_size = builder.episode("real", "t", seconds=0.5, action_size=53)
+    good = builder.episode("digital", "t", seconds=0.5)
+    with pytest.raises(EpisodeExportError, match="missing topic.*image_raw"):
+        load_episode(no_camera, 16)
+    with pytest.raises(EpisodeExportError, match="action of size 53, expected 54"):
+        load_episode(wrong_size, 16)
+    info, skipped = export([tmp_path / "recordings"], tmp_path / "dataset", fps=16, progress=False)
+    assert info["total_episodes"] == 1 and set(skipped) == {str(no_camera), str(wrong_size)}
+    assert pq.read_table(tmp_path / "dataset/meta/episodes/chunk-000/file-000.parquet")["source_bag"].to_pylist() == [str(good)]
+    with pytest.raises(FileExistsError):
+        export([good], tmp_path / "dataset", fps=16, progress=False)
+    (good / "metadata.yaml").unlink()  # as a crashed recorder leaves it
+    with pytest.raises(EpisodeExportError, match="recover"):
+        find_bags([tmp_path / "recordings"])
+
+
+def test_command_line_shows_progress_and_summary(bags, tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "rynn_robot_bridge.export.lerobot", "--bags", str(bags[0]), str(bags[1]),
+         "--out", str(tmp_path / "dataset"), "--fps", "16"],
+        env=node_env(), capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "2 episodes, 40 frames at 16 FPS" in result.stdout and "episodes" in result.stderr  # tqdm on stderr
