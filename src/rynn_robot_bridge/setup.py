@@ -21,6 +21,10 @@ setup(
             "bridge_node = rynn_robot_bridge.nodes.bridge_node:main",
             "sim_robot_node = rynn_robot_bridge.nodes.sim_robot_node:main",
             "generate_episodes = rynn_robot_bridge.episodes.generate:main",
+            "recorder_node = rynn_robot_bridge.nodes.recorder_node:main",
+            "recover_episodes = rynn_robot_bridge.recording.recover:main",
+            "export_lerobot = rynn_robot_bridge.export.lerobot:main",
+            "export_clips = rynn_robot_bridge.export.clips:main",
         ],
     },
 )
