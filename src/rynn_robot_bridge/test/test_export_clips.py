@@ -6,8 +6,10 @@ import json
 
 import numpy as np
 import pytest
+from rosbags.rosbag2 import Reader
 
 from rynn_retarget.description import D435I_COLOR
+from rynn_robot_bridge.episodes.bag_writer import make_typestore
 from rynn_robot_bridge.export.clips import export_clips
 
 from test_export_lerobot import HEIGHT, SECOND, WIDTH, BagBuilder
@@ -53,16 +55,26 @@ def test_clips_match_the_generator_layout_and_resume(tmp_path):
     assert [(e["task"], e["episode"], e["mode"], e["frames"]) for e in entries] == [
         ("stack_cups", 0, "digital", 16), ("stack_cups", 1, "real", 8)]
     index = json.loads((out / "index.json").read_text())["episodes"]
-    assert index == entries and (out / index[0]["bag"]).resolve() == digital.resolve()
+    assert index == entries and index[0]["source_bag"] == str(digital.resolve())
+    assert [e["bag"] for e in index] == ["stack_cups/episode_0000/bag", "stack_cups/episode_0001/bag"]
     frames = np.load(out / index[1]["frames_file"])
-    assert set(frames.files) == {"stamp_ns", "action", "joint_position", "skeleton_uvd", "skeleton_valid", "rgb"}
+    assert set(frames.files) == {"stamp_ns", "action", "joint_position", "skeleton_uvd", "skeleton_valid"}
     assert frames["action"].shape == frames["joint_position"].shape == (8, 54)
     assert frames["skeleton_uvd"].shape == (8, 2, 21, 3) and frames["skeleton_valid"].all()
-    assert frames["rgb"].shape == (8, HEIGHT, WIDTH, 3) and frames["rgb"].dtype == np.uint8
     np.testing.assert_allclose(frames["stamp_ns"], np.arange(8) * SECOND / 16, atol=1)
     expected_u = INTRINSICS.fx * -0.05 / 0.5 + INTRINSICS.cx  # the left wrist
     assert frames["skeleton_uvd"][0, 0, 0] == pytest.approx([expected_u, INTRINSICS.cy, 0.5])
-    assert int(frames["rgb"][0, ..., 1].mean()) == 100  # the real episode's marker colour
+
+    # The clip's bag holds exactly one camera frame per frames.npz row, as the generator's episodes do.
+    store = make_typestore()
+    with Reader(out / index[1]["bag"]) as reader:
+        counts = {c.topic: c.msgcount for c in reader.connections}
+        images = [store.deserialize_cdr(raw, c.msgtype) for c, stamp, raw in reader.messages()
+                  if c.topic == "/camera/camera/color/image_raw"]
+    assert counts["/camera/camera/color/image_raw"] == counts["/camera/camera/color/camera_info"] == 8
+    assert counts["/rynn/operator_skeleton"] == counts["/rynn/action"] == counts["/rynn/reference_image"] + 7
+    assert (images[0].width, images[0].height, images[0].encoding) == (WIDTH, HEIGHT, "rgb8")
+    assert int(images[0].data.reshape(HEIGHT, WIDTH, 3)[..., 1].mean()) == 100  # the real episode's marker colour
 
     again, _ = export_clips([real], out, fps=16, progress=False)  # already exported: nothing new
     assert again == entries
@@ -72,3 +84,14 @@ def test_a_bag_without_the_skeleton_topic_is_named(tmp_path):
     bag = BagBuilder(tmp_path / "recordings").episode("real", "t", seconds=0.3)
     entries, skipped = export_clips([bag], tmp_path / "clips", fps=16, progress=False)
     assert entries == [] and "missing topic(s) /rynn/operator/skeleton_camera" in skipped[str(bag)]
+
+
+@pytest.mark.slow  # imports the training stack (torch): ~10 s of CPU
+def test_the_training_reader_takes_recorded_clips(tmp_path):
+    robot_episodes = pytest.importorskip("rynn_world.data.robot_episodes")
+    builder = SkeletonBagBuilder(tmp_path / "recordings")
+    builder.episode("digital", "wipe", seconds=0.5)
+    entries, _ = export_clips([tmp_path / "recordings"], tmp_path / "clips", fps=16, progress=False)
+    episode = robot_episodes.read_episode(tmp_path / "clips" / entries[0]["bag"].rsplit("/", 1)[0])
+    assert episode.frames.shape == (8, HEIGHT, WIDTH, 3) and episode.actions.shape == (8, 54)
+    np.testing.assert_allclose(episode.joints_camera[0, 0, 0], [-0.05, 0.0, 0.5], atol=1e-6)

@@ -2,13 +2,15 @@
 
 ``python -m rynn_robot_bridge.export.clips --bags DIR... --out DIR --fps 16``
 
-Per episode ``<out>/<task>/episode_NNNN/frames.npz`` with the generator's arrays
-(``stamp_ns``, ``action``, ``joint_position``, ``skeleton_uvd``,
-``skeleton_valid``) plus ``rgb`` (N, H, W, 3) uint8 camera frames, and
-``episode.json``; ``<out>/index.json`` lists them all (the generator's own
-``write_index``), so the training readers take recorded and generated episodes
-alike. The skeleton is the retargeter's /rynn/operator/skeleton_camera projected
-with the bag's CameraInfo. Re-running skips bags already exported.
+Per episode ``<out>/<task>/episode_NNNN/`` with ``bag/`` (rosbag2 MCAP written by
+the generator's own ``EpisodeBagWriter``: one camera frame, CameraInfo,
+skeleton, action and joint state per clip frame, plus the first frame as the
+reference image), ``frames.npz`` (the generator's frame-aligned arrays) and
+``episode.json``; ``<out>/index.json`` comes from the generator's
+``write_index``. The training readers (rynn_world.data.robot_episodes) therefore
+take recorded and generated episodes alike. The skeleton is the retargeter's
+/rynn/operator/skeleton_camera; its pixels use the recorded CameraInfo.
+Re-running skips bags already exported.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from rynn_robot_bridge.episodes.bag_writer import skeleton_pixels
+from rynn_robot_bridge.episodes.bag_writer import EpisodeBagWriter, skeleton_pixels
 from rynn_robot_bridge.episodes.generate import INDEX_NAME, episode_dir, write_index
 from rynn_robot_bridge.export.bag_episode import AlignedEpisode, EpisodeExportError, ExportTopics, find_bags, load_episode
 
@@ -33,17 +35,33 @@ def task_dir_name(task: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", task.lower()).strip("_") or "untitled"
 
 
-def clip_arrays(episode: AlignedEpisode) -> dict[str, np.ndarray]:
-    if episode.intrinsics is None:
+def write_clip_bag(path: Path, episode: AlignedEpisode, summary: dict) -> dict[str, np.ndarray]:
+    """The clip's bag, frame by frame; returns the frames.npz arrays (stamps from 0, as the generator's)."""
+    intrinsics = episode.intrinsics
+    if intrinsics is None:
         raise EpisodeExportError(f"{episode.bag}: no CameraInfo, needed to project the operator skeleton into the image")
-    uvd = np.stack([skeleton_pixels(points, episode.intrinsics) for points in episode.skeleton_points])
+    if (intrinsics.height, intrinsics.width) != episode.image_shape[:2]:
+        raise EpisodeExportError(f"{episode.bag}: CameraInfo is {intrinsics.width}x{intrinsics.height}, "
+                                 f"images are {episode.image_shape[1]}x{episode.image_shape[0]}")
+    stamps = episode.stamp_ns - episode.stamp_ns[0]
+    zeros = np.zeros(episode.state.shape[1])
+    writer = EpisodeBagWriter(path, intrinsics)
+    for k, rgb in enumerate(episode.frames()):
+        if k == 0:
+            writer.write_reference_image(rgb, 0)
+        stamp = int(stamps[k])
+        writer.write_frame(rgb, stamp)
+        writer.write_skeleton(episode.skeleton_points[k], episode.skeleton_valid[k], stamp)
+        writer.write_action(episode.action[k], stamp)
+        writer.write_joint_state(episode.state[k], zeros, zeros, stamp)
+    writer.write_episode_summary(summary, int(stamps[-1]))
+    writer.close({"task": summary["task"], "mode": summary["mode"], "source_bag": summary["source_bag"]})
     return {
-        "stamp_ns": episode.stamp_ns - episode.stamp_ns[0],
+        "stamp_ns": stamps,
         "action": episode.action,
         "joint_position": episode.state,
-        "skeleton_uvd": uvd,
+        "skeleton_uvd": np.stack([skeleton_pixels(p, intrinsics) for p in episode.skeleton_points]),
         "skeleton_valid": episode.skeleton_valid.astype(bool),
-        "rgb": np.stack(list(episode.frames())),
     }
 
 
@@ -57,20 +75,19 @@ def write_clip(out: Path, episode: AlignedEpisode, task: str) -> dict:
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     try:
-        arrays = clip_arrays(episode)
-        np.savez(partial / "frames.npz", **arrays)
         height, width = episode.image_shape[:2]
         summary = {
             "task": task_name, "task_text": task, "episode": index, "seed": None, "success": None,
             "frames": episode.length, "duration_s": episode.length / episode.fps, "fps": episode.fps,
             "image_width": width, "image_height": height, "source": "recorded", "mode": episode.mode_label,
             "operator_id": episode.metadata.get("operator_id", ""), "source_bag": str(episode.bag.resolve()),
-            "bag": os.path.relpath(episode.bag.resolve(), out.resolve()),
+            "bag": f"{task_name}/{final.name}/bag",
             "frames_file": f"{task_name}/{final.name}/frames.npz",
             "robot_description_sha256": episode.metadata.get("robot_description_sha256", ""),
             "world_model_checkpoint_sha256": episode.metadata.get("world_model_checkpoint_sha256", ""),
             "skipped_messages": dict(episode.skipped),
         }
+        np.savez(partial / "frames.npz", **write_clip_bag(partial / "bag", episode, summary))
         (partial / "episode.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
         os.replace(partial, final)
     except BaseException:
