@@ -114,7 +114,7 @@ def console_scripts() -> dict[tuple[str, str], str]:
 
 def test_launch_ros_nodes_run_the_same_programs_as_the_embedded_launcher(graph):
     scripts = console_scripts()
-    for spec in resolve(graph, {"mode": "digital"}):
+    for spec in resolve(graph, {"mode": "digital", "record": str(module_available(RECORDER)).lower()}):
         arguments = node_arguments(spec)
         assert scripts[(arguments["package"], arguments["executable"])] == spec.module
         assert arguments["name"] == spec.name and arguments["output"] == "screen"
@@ -176,7 +176,7 @@ def start_graph(start_process, tmp_path):
                       f"lcm_url:={unique_lcm_url()}", sets=("sim_robot.render_rate_hz=5.0",)),
         "launcher",
     )
-    assert wait_until(lambda: ALL_UP.search(read_log(launcher)) or launcher.poll() is not None, 120.0), read_log(launcher)
+    assert wait_until(lambda: ALL_UP.search(read_log(launcher)) or launcher.poll() is not None, 180.0), read_log(launcher)
     assert launcher.poll() is None, read_log(launcher)
     return launcher, node_pids(read_log(launcher))
 

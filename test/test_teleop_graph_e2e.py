@@ -164,7 +164,7 @@ def test_real_digital_real_behind_identical_topics_with_faults(ros_node, start_p
     pids: dict[str, int] = {}
     Request = consumer.SetMode.Request
     try:
-        assert wait_until(lambda: ALL_UP.search(read_log(launcher)) or launcher.poll() is not None, 150.0), read_log(launcher)
+        assert wait_until(lambda: ALL_UP.search(read_log(launcher)) or launcher.poll() is not None, 180.0), read_log(launcher)
         assert launcher.poll() is None, read_log(launcher)
         pids = node_pids(read_log(launcher))
 
