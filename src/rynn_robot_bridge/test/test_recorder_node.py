@@ -234,9 +234,10 @@ def test_sigkill_mid_episode_leaves_a_bag_recovered_up_to_the_last_flush(tmp_pat
         Reader(episode)
 
     restarted = start_recorder(start_process, config, "recorder_again")
-    assert repo_conftest.wait_until(lambda: (episode / "metadata.yaml").is_file(), TIMEOUT), repo_conftest.read_log(restarted)
+    assert repo_conftest.wait_until(lambda: "recovered episode_0000" in repo_conftest.read_log(restarted), TIMEOUT), \
+        repo_conftest.read_log(restarted)  # logged once the recovery is complete
     counts, messages, custom = read_bag(episode)
     assert {topic: counts[topic] for topic in feeder.pubs} == {topic: SENT for topic in feeder.pubs}
     assert [m.sequence for m in messages["/rynn/action"]] == list(range(1, SENT + 1))
     assert (custom["state"], custom["mode"], custom["task"]) == ("recovered", "real", "wipe")
-    assert "recovered episode_0000" in repo_conftest.read_log(restarted)
+    assert json.loads((episode / SIDECAR_NAME).read_text())["state"] == "recovered"
