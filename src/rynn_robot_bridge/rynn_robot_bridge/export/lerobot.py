@@ -40,7 +40,6 @@ CHUNKS_SIZE = 1000
 DATA_FILE_MB = 100
 VIDEO_FILE_MB = 200
 VIDEO_GOP = 2  # LeRobot's default: any frame is at most one frame from a keyframe, so seeking is cheap
-STATS = ("min", "max", "mean", "std")
 IMAGE_STATS_FRAMES = 100  # frames per episode sampled for image statistics
 
 
