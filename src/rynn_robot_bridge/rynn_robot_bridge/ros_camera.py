@@ -1,7 +1,8 @@
-"""sensor_msgs Image/CameraInfo exactly as realsense2_camera publishes its colour stream.
+"""sensor_msgs Image/CameraInfo exactly as realsense2_camera publishes its colour stream,
+and the way back from an Image to RGB pixels.
 
-Shared by the simulated robot node and the episode generator so both write
-the same topics, frame and encoding as the real camera.
+Shared by the simulated robot node, the world-model node, the episode generator and the
+exporters so all write and read the same topics, frame and encoding as the real camera.
 """
 
 from __future__ import annotations
@@ -43,3 +44,23 @@ def make_camera_info(intrinsics: CameraIntrinsics, stamp: Time, frame_id: str = 
         r=np.eye(3).ravel().tolist(),
         p=projection.ravel().tolist(),
     )
+
+
+IMAGE_CHANNELS = {"rgb8": 3, "bgr8": 3, "rgba8": 4, "bgra8": 4, "mono8": 1}
+
+
+def image_to_rgb(msg) -> np.ndarray:
+    """(H, W, 3) uint8 RGB copy of an Image (rclpy or rosbags message); ``ValueError``
+    naming the problem for another encoding or too little data."""
+    channels = IMAGE_CHANNELS.get(msg.encoding)
+    if channels is None:
+        raise ValueError(f"unsupported encoding {msg.encoding!r} (supported: {', '.join(IMAGE_CHANNELS)})")
+    row = msg.width * channels
+    data = np.frombuffer(msg.data, dtype=np.uint8)
+    if msg.height == 0 or msg.width == 0 or msg.step < row or data.size < msg.step * msg.height:
+        raise ValueError(f"{msg.width}x{msg.height} {msg.encoding} image with step {msg.step} has {data.size} bytes")
+    pixels = data[: msg.step * msg.height].reshape(msg.height, msg.step)[:, :row].reshape(msg.height, msg.width, channels)
+    if msg.encoding == "mono8":
+        return np.repeat(pixels, 3, axis=2)
+    rgb = pixels[:, :, :3]
+    return np.ascontiguousarray(rgb[:, :, ::-1] if msg.encoding.startswith("bgr") else rgb)

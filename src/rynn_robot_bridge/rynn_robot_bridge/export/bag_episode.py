@@ -22,6 +22,7 @@ from rosbags.rosbag2 import Reader
 from rynn_retarget.action_layout import ACTION_DIM, joint_names
 from rynn_retarget.description import CameraIntrinsics
 from rynn_robot_bridge.episodes.bag_writer import make_typestore
+from rynn_robot_bridge.ros_camera import image_to_rgb
 
 MODE_CODES = {"real": 0, "digital": 1, "unknown": 255}  # TeleopStatus.MODE_*
 
@@ -95,19 +96,6 @@ class AlignedEpisode:
             raise EpisodeExportError(f"{self.bag}: {self.length - next_slot} selected images could not be read back")
 
 
-def image_to_rgb(msg) -> np.ndarray | None:
-    """(H, W, 3) uint8 RGB from a sensor_msgs/Image, or None for an encoding this exporter does not read."""
-    channels = {"rgb8": 3, "bgr8": 3, "rgba8": 4, "bgra8": 4, "mono8": 1}.get(msg.encoding)
-    if channels is None or msg.step < msg.width * channels or len(msg.data) < msg.step * msg.height:
-        return None
-    rows = np.asarray(msg.data, dtype=np.uint8)[: msg.step * msg.height].reshape(msg.height, msg.step)
-    pixels = rows[:, : msg.width * channels].reshape(msg.height, msg.width, channels)
-    if msg.encoding == "mono8":
-        return np.repeat(pixels, 3, axis=2)
-    rgb = pixels[:, :, :3]
-    return np.ascontiguousarray(rgb[:, :, ::-1] if msg.encoding.startswith("bgr") else rgb)
-
-
 def _action_vector(msg) -> np.ndarray:
     values = msg.positions if hasattr(msg, "positions") else getattr(msg, "data", None)
     if values is None:
@@ -178,9 +166,12 @@ def load_episode(bag: Path, fps: float, topics: ExportTopics = ExportTopics(), w
             msg = store.deserialize_cdr(raw, connection.msgtype)
             if topic == topics.image:
                 rgb_shape = (msg.height, msg.width, 3)
-                if image_to_rgb(msg) is None:
+                try:
+                    image_to_rgb(msg)
+                except ValueError:
                     skipped[f"image encoding {msg.encoding!r} unsupported or data short"] += 1
-                elif image_shape is not None and rgb_shape != image_shape:
+                    continue
+                if image_shape is not None and rgb_shape != image_shape:
                     skipped[f"image size {msg.width}x{msg.height} differs from {image_shape[1]}x{image_shape[0]}"] += 1
                 else:
                     image_shape = rgb_shape

@@ -44,9 +44,8 @@ from rynn_retarget.ros_conversions import (
     seconds_from_time,
     time_from_seconds,
 )
-from rynn_robot_bridge.ros_camera import make_camera_info, make_image
+from rynn_robot_bridge.ros_camera import image_to_rgb, make_camera_info, make_image
 from rynn_world.model.configs import get_config
-from rynn_world.nodes.image_messages import image_to_rgb
 from rynn_world.nodes.model_loading import load_streaming_model
 
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
