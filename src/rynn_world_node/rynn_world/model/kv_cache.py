@@ -95,3 +95,74 @@ class RollingKVCache:
         self.storage[:, :, :, start : start + self.block_tokens].copy_(current)
         self.next_slot = (self.next_slot + 1) % self.window_blocks
         self.filled_blocks = min(self.filled_blocks + 1, self.window_blocks)
+
+
+class TrainingKVCache:
+    """The RollingKVCache contract without in-place writes, for training rollouts with gradients.
+
+    Committed keys/values stay autograd-connected to the blocks that produced them, so a loss on
+    a later block reaches the earlier ones through the cache (gradients across chunks, paper Sec.
+    3.5). Frame positions follow RollingKVCache exactly (sink 0, window in age order, current
+    block after), so a student trained here streams identically with the fixed-size cache.
+    """
+
+    def __init__(self, num_layers: int, tokens_per_frame: int, block_frames: int, window_blocks: int):
+        if block_frames < 1 or window_blocks < 1:
+            raise ValueError(f"block_frames and window_blocks must be >= 1, got {block_frames}, {window_blocks}")
+        self.num_layers = num_layers
+        self.tokens_per_frame = tokens_per_frame
+        self.block_frames = block_frames
+        self.window_blocks = window_blocks
+        self.block_tokens = block_frames * tokens_per_frame
+        self.reset()
+
+    def reset(self) -> None:
+        self.sink: list[tuple[torch.Tensor, torch.Tensor]] | None = None
+        self.window: list[list[tuple[torch.Tensor, torch.Tensor]]] = []  # oldest first, each per layer
+        self._current: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * self.num_layers
+
+    @property
+    def has_sink(self) -> bool:
+        return self.sink is not None
+
+    @property
+    def filled_blocks(self) -> int:
+        return len(self.window)
+
+    def current_positions(self, num_frames: int | None = None) -> torch.Tensor:
+        num_frames = self.block_frames if num_frames is None else num_frames
+        start = 1 + self.filled_blocks * self.block_frames if self.has_sink else 0
+        return torch.arange(start, start + num_frames)
+
+    def attended_tokens(self, current_tokens: int) -> int:
+        if not self.has_sink:
+            return current_tokens
+        return self.block_tokens + self.tokens_per_frame + self.filled_blocks * self.block_tokens
+
+    def key_frame_positions(self, current_frames: int) -> torch.Tensor:
+        current = self.current_positions(current_frames)
+        if not self.has_sink:
+            return current
+        if current_frames != self.block_frames:
+            raise ValueError(f"after the reference, blocks must have {self.block_frames} latent frames, got {current_frames}")
+        ring = 1 + torch.arange(self.filled_blocks * self.block_frames)
+        return torch.cat([current, torch.zeros(1, dtype=torch.long), ring])
+
+    def write_current(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> None:
+        self._current[layer] = (k, v)
+
+    def prefix(self, layer: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
+        parts = [self._current[layer]]
+        if self.has_sink:
+            parts += [self.sink[layer]] + [block[layer] for block in self.window]
+        keys = torch.cat([k for k, _ in parts], dim=1)
+        values = torch.cat([v for _, v in parts], dim=1)
+        return keys[:, :length], values[:, :length]
+
+    def commit(self) -> None:
+        if not self.has_sink:
+            self.sink = [(k[:, : self.tokens_per_frame], v[:, : self.tokens_per_frame]) for k, v in self._current]
+            return
+        self.window.append(list(self._current))
+        if len(self.window) > self.window_blocks:
+            self.window.pop(0)

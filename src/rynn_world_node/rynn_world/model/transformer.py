@@ -14,6 +14,7 @@ output equals diffusers' own forward. What is added:
 """
 
 import torch
+import torch.utils.checkpoint
 from diffusers import WanTransformer3DModel
 from diffusers.configuration_utils import register_to_config
 from torch import nn
@@ -140,13 +141,22 @@ class RynnWorldTransformer(WanTransformer3DModel):
             return (h.float() + (update.float().view(b, frames, hw, d) * gate).view(b, n, d)).type_as(h)
 
         mod = modulation.float().unsqueeze(2)  # (B, F, 1, 6, D)
-        for layer, block in enumerate(self.blocks):
+
+        def run_block(x, layer, block):
             shift, scale, gate, c_shift, c_scale, c_gate = (block.scale_shift_table.view(1, 1, 1, 6, d) + mod).unbind(3)
             q, k, v = project_self_attention(block.attn1, modulate(block.norm1, x, shift, scale), rope)
             attn = block.attn1.to_out[0](self_attention(layer, q, k, v))
             x = gated(x, attn, gate)
             x = x + cross_attention(block.attn2, block.norm2(x.float()).type_as(x), context_kv[layer])
-            x = gated(x, block.ffn(modulate(block.norm3, x, c_shift, c_scale)), c_gate)
+            return gated(x, block.ffn(modulate(block.norm3, x, c_shift, c_scale)), c_gate)
+
+        # enable_gradient_checkpointing(): recompute each block in backward instead of storing it
+        recompute = self.gradient_checkpointing and torch.is_grad_enabled()
+        for layer, block in enumerate(self.blocks):
+            if recompute:
+                x = torch.utils.checkpoint.checkpoint(run_block, x, layer, block, use_reentrant=False)
+            else:
+                x = run_block(x, layer, block)
         return x
 
     def _output(self, x, temb, grid, batch_size):

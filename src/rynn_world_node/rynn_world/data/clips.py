@@ -1,0 +1,60 @@
+"""The clip every reader produces, and the frame-index helpers they share."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..image_input import to_model_rgb
+from ..skeleton import CameraIntrinsics, SkeletonRenderer
+
+
+@dataclass
+class Clip:
+    """One training/evaluation sample, all arrays frame-aligned at the model frame rate.
+
+    reference: (H, W, 3) uint8, the frame the clip starts from (equal to frames[0]).
+    frames: (T, H, W, 3) uint8 ground-truth RGB.
+    skeleton: (T, H, W, 3) uint8 depth-aware skeleton render in the same camera.
+    actions: (T, 54) robot action (absolute rad) or None for human video.
+    task: task / activity name; source_id: where it came from (episode or file + start frame).
+    """
+
+    reference: np.ndarray
+    frames: np.ndarray
+    skeleton: np.ndarray
+    actions: np.ndarray | None
+    task: str
+    source_id: str
+
+
+def check_clip_frames(clip_frames: int, temporal_compression: int = 4) -> int:
+    """Clips must be 1 + 4k frames (81, 25, 17, 9 ...) so the causal VAE maps them to 1 + k latents."""
+    if clip_frames < 1 or (clip_frames - 1) % temporal_compression:
+        raise ValueError(f"clip length must be 1 + {temporal_compression}k frames (e.g. 81, 25, 17, 9), got {clip_frames}")
+    return clip_frames
+
+
+def clip_starts(num_frames: int, clip_frames: int, stride: int) -> list[int]:
+    """First frame of every full clip of `clip_frames` frames, `stride` apart."""
+    if stride < 1:
+        raise ValueError(f"stride must be >= 1, got {stride}")
+    return list(range(0, num_frames - clip_frames + 1, stride))
+
+
+def resample_indices(source_times_s: np.ndarray, fps: float) -> np.ndarray:
+    """Index of the newest source frame at or before each tick of an `fps` clock (same rule as serving)."""
+    times = np.asarray(source_times_s, dtype=np.float64) - float(source_times_s[0])
+    ticks = np.arange(0.0, times[-1] + 1e-9, 1.0 / fps)
+    return np.clip(np.searchsorted(times, ticks + 1e-9, side="right") - 1, 0, len(times) - 1)
+
+
+def resize_frames(frames: np.ndarray, height: int, width: int) -> np.ndarray:
+    return np.stack([to_model_rgb(f, height, width, "video frame") for f in frames])
+
+
+def render_skeleton(joints_camera: np.ndarray, valid: np.ndarray | None, intrinsics: CameraIntrinsics,
+                    height: int, width: int, forearms: np.ndarray | None = None) -> np.ndarray:
+    """(T, 2, 21, 3) camera-frame joints -> (T, H, W, 3) with the project's depth-aware renderer."""
+    renderer = SkeletonRenderer(intrinsics.scaled(width, height))
+    joints = np.nan_to_num(np.asarray(joints_camera, dtype=np.float64), nan=0.0)
+    return renderer.render(joints, forearms=forearms, valid=valid)

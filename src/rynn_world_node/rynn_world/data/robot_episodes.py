@@ -1,0 +1,173 @@
+"""The project's own paired robot episodes (written by rynn_robot_bridge.episodes.generate or the
+recorder), as training clips.
+
+On-disk layout::
+
+    <root>/index.json                      {"episodes": [{"task", "episode", "bag", "frames_file",
+                                              "fps", "frames", "image_width", "image_height", ...}]}
+    <root>/<task>/episode_NNNN/bag/        rosbag2 MCAP: /camera/camera/color/image_raw (rgb8),
+                                           /camera/camera/color/camera_info, /rynn/reference_image,
+                                           /rynn/operator_skeleton (BimanualSkeleton, camera frame),
+                                           /rynn/action (RobotAction, 54-D), /joint_states, /rynn/episode
+    <root>/<task>/episode_NNNN/frames.npz  frame-aligned: stamp_ns (T,), action (T, 54),
+                                           joint_position (T, 54), skeleton_uvd (T, 2, 21, 3) pixel u, v
+                                           and camera depth, skeleton_valid (T, 2)
+    <root>/<task>/episode_NNNN/episode.json  the index entry of this episode
+
+RGB frames only exist in the bag. Skeletons and actions come from frames.npz when it is there
+(fast) and otherwise from the bag's skeleton/action topics, aligned to each image stamp.
+"""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from rosbags.highlevel import AnyReader
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+from ..skeleton import CameraIntrinsics
+from .clips import Clip, check_clip_frames, clip_starts, render_skeleton, resample_indices, resize_frames
+
+IMAGE_TOPIC = "/camera/camera/color/image_raw"
+CAMERA_INFO_TOPIC = "/camera/camera/color/camera_info"
+SKELETON_TOPIC = "/rynn/operator_skeleton"
+ACTION_TOPIC = "/rynn/action"
+_MSG_DIR = Path(__file__).resolve().parents[3] / "rynn_teleop_msgs" / "msg"
+
+
+@dataclass
+class EpisodeArrays:
+    """One decoded episode at its recorded rate."""
+
+    stamps_s: np.ndarray  # (T,)
+    frames: np.ndarray  # (T, H, W, 3) uint8
+    joints_camera: np.ndarray  # (T, 2, 21, 3) camera optical frame, metres
+    valid: np.ndarray  # (T, 2)
+    actions: np.ndarray  # (T, 54)
+    intrinsics: CameraIntrinsics
+
+
+def _typestore():
+    """Jazzy types plus rynn_teleop_msgs from the source tree (the bag's own types)."""
+    store = get_typestore(Stores.ROS2_JAZZY)
+    types = {}
+    for path in sorted(_MSG_DIR.glob("*.msg")):
+        types.update(get_types_from_msg(path.read_text(), f"rynn_teleop_msgs/msg/{path.stem}"))
+    store.register(types)
+    return store
+
+
+def _image(msg) -> np.ndarray:
+    if msg.encoding not in ("rgb8", "bgr8"):
+        raise ValueError(f"unsupported image encoding {msg.encoding!r} (expected rgb8/bgr8)")
+    image = np.frombuffer(msg.data, np.uint8).reshape(msg.height, msg.step)[:, : msg.width * 3].reshape(msg.height, msg.width, 3)
+    return image[..., ::-1].copy() if msg.encoding == "bgr8" else image.copy()
+
+
+def _hand(hand) -> np.ndarray:
+    return np.array([[p.x, p.y, p.z] for p in hand.joints], dtype=np.float64)
+
+
+def _newest_at_or_before(stamps: np.ndarray, query: np.ndarray) -> np.ndarray:
+    return np.clip(np.searchsorted(stamps, query, side="right") - 1, 0, len(stamps) - 1)
+
+
+def read_episode(episode_dir: Path) -> EpisodeArrays:
+    """Decode one episode directory (bag/ + optional frames.npz)."""
+    bag = episode_dir / "bag"
+    if not bag.is_dir():
+        raise FileNotFoundError(f"{bag} not found: an episode needs its rosbag2 directory")
+    topics = {IMAGE_TOPIC: [], CAMERA_INFO_TOPIC: [], SKELETON_TOPIC: [], ACTION_TOPIC: []}
+    with AnyReader([bag], default_typestore=_typestore()) as reader:
+        connections = [c for c in reader.connections if c.topic in topics]
+        for connection, stamp, raw in reader.messages(connections=connections):
+            topics[connection.topic].append((stamp, reader.deserialize(raw, connection.msgtype)))
+    if not topics[IMAGE_TOPIC] or not topics[CAMERA_INFO_TOPIC]:
+        raise ValueError(f"{bag} has no {IMAGE_TOPIC} / {CAMERA_INFO_TOPIC} messages")
+    image_stamps = np.array([s for s, _ in topics[IMAGE_TOPIC]], dtype=np.int64)
+    frames = np.stack([_image(m) for _, m in topics[IMAGE_TOPIC]])
+    info = topics[CAMERA_INFO_TOPIC][0][1]
+    intrinsics = CameraIntrinsics(fx=info.k[0], fy=info.k[4], cx=info.k[2], cy=info.k[5], width=info.width, height=info.height)
+    npz = episode_dir / "frames.npz"
+    if npz.is_file():
+        arrays = np.load(npz)
+        if len(arrays["stamp_ns"]) != len(frames):
+            raise ValueError(f"{npz} has {len(arrays['stamp_ns'])} frames but the bag has {len(frames)} images")
+        uvd = arrays["skeleton_uvd"]
+        z = uvd[..., 2]
+        joints = np.stack([(uvd[..., 0] - intrinsics.cx) * z / intrinsics.fx, (uvd[..., 1] - intrinsics.cy) * z / intrinsics.fy, z], -1)
+        valid, actions = arrays["skeleton_valid"].astype(bool), arrays["action"]
+    else:
+        joints, valid, actions = _aligned_from_bag(topics, image_stamps, bag)
+    return EpisodeArrays(image_stamps * 1e-9, frames, joints, valid, np.asarray(actions, dtype=np.float32), intrinsics)
+
+
+def _aligned_from_bag(topics: dict, image_stamps: np.ndarray, bag: Path):
+    if not topics[SKELETON_TOPIC] or not topics[ACTION_TOPIC]:
+        raise ValueError(f"{bag}: no frames.npz and no {SKELETON_TOPIC} / {ACTION_TOPIC} messages to align")
+    skel_stamps = np.array([s for s, _ in topics[SKELETON_TOPIC]])
+    pick = _newest_at_or_before(skel_stamps, image_stamps)
+    skeletons = [topics[SKELETON_TOPIC][i][1] for i in pick]
+    joints = np.stack([np.stack([_hand(m.left), _hand(m.right)]) for m in skeletons])
+    valid = np.array([[m.left.valid, m.right.valid] for m in skeletons], dtype=bool)
+    action_stamps = np.array([s for s, _ in topics[ACTION_TOPIC]])
+    actions = np.stack([np.asarray(topics[ACTION_TOPIC][i][1].positions) for i in _newest_at_or_before(action_stamps, image_stamps)])
+    return joints, valid, actions
+
+
+class RobotEpisodeDataset:
+    """Clips of `clip_frames` frames from indexed episodes, at `fps` and height x width.
+
+    episodes / exclude_episodes select by episode number (the same numbers in every task), which
+    is how train and held-out splits are made.
+    """
+
+    def __init__(self, root, clip_frames: int, height: int, width: int, fps: float = 16.0, stride: int | None = None,
+                 tasks: list[str] | None = None, episodes: list[int] | None = None,
+                 exclude_episodes: list[int] | None = None, max_cached_episodes: int = 64):
+        self.root = Path(root)
+        index = self.root / "index.json"
+        if not index.is_file():
+            raise FileNotFoundError(f"{index} not found: generate episodes first (python -m rynn_robot_bridge.episodes.generate)")
+        self.clip_frames = check_clip_frames(clip_frames)
+        self.height, self.width, self.fps = height, width, fps
+        self.stride = stride or clip_frames - 1
+        entries = json.loads(index.read_text())["episodes"]
+        self.entries = [e for e in entries
+                        if (tasks is None or e["task"] in tasks)
+                        and (episodes is None or e["episode"] in episodes)
+                        and (exclude_episodes is None or e["episode"] not in exclude_episodes)]
+        if not self.entries:
+            raise ValueError(f"no episodes in {index} match tasks={tasks} episodes={episodes} exclude={exclude_episodes}")
+        self._cache: dict[int, tuple] = {}
+        self._max_cached = max_cached_episodes
+        self.items = []
+        for i, entry in enumerate(self.entries):
+            frames_at_fps = int(np.floor(entry["frames"] * fps / entry["fps"] + 1e-6))
+            self.items += [(i, start) for start in clip_starts(frames_at_fps, self.clip_frames, self.stride)]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def episode(self, entry_index: int):
+        """(frames, skeleton render, actions) of one episode at the model rate and size (cached)."""
+        if entry_index not in self._cache:
+            if len(self._cache) >= self._max_cached:
+                self._cache.pop(next(iter(self._cache)))
+            entry = self.entries[entry_index]
+            ep = read_episode(self.root / Path(entry["bag"]).parent)
+            pick = resample_indices(ep.stamps_s, self.fps)
+            frames = resize_frames(ep.frames[pick], self.height, self.width)
+            skeleton = render_skeleton(ep.joints_camera[pick], ep.valid[pick], ep.intrinsics, self.height, self.width)
+            self._cache[entry_index] = (frames, skeleton, ep.actions[pick])
+        return self._cache[entry_index]
+
+    def __getitem__(self, index: int) -> Clip:
+        entry_index, start = self.items[index]
+        frames, skeleton, actions = self.episode(entry_index)
+        window = slice(start, start + self.clip_frames)
+        entry = self.entries[entry_index]
+        return Clip(reference=frames[start].copy(), frames=frames[window].copy(), skeleton=skeleton[window].copy(),
+                    actions=actions[window].copy(), task=entry["task"],
+                    source_id=f"{entry['task']}/episode_{entry['episode']:04d}@{start}")

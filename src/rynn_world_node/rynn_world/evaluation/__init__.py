@@ -1,0 +1,4 @@
+"""Held-out evaluation of world-model checkpoints: metrics, baselines, action grounding, videos.
+
+Entry point: `python -m rynn_world.evaluation.evaluate --config config/eval_*.yaml`.
+"""

@@ -1,0 +1,162 @@
+"""Evaluate world-model checkpoints on held-out clips: one table per task (markdown + JSON).
+
+Methods: copy-the-reference-frame, the bidirectional teacher, the causal student without DMD
+(warm-up only) and the causal student, each given when its checkpoint is. Metrics are over the
+generated frames (frame 0, the given reference, excluded). Action grounding: the student run on
+the same clip with another held-out episode's skeleton stream; the gap is own minus mismatched
+(a model that ignores the action scores ~0). Per episode a side-by-side MP4 is written:
+ground truth | skeleton | student.
+
+    python -m rynn_world.evaluation.evaluate --config config/eval_cpu.yaml
+"""
+
+import argparse
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from ..data.latent_cache import encode_clip
+from ..data.video import write_video
+from ..model.configs import get_config
+from ..training.config import DataConfig, load_config, parse_overrides
+from ..training.datasets import build_clip_dataset
+from ..training.export import load_or_build_transformer, load_vae
+from .generation import decode, student_latents, teacher_latents
+from .metrics import SKIPPED, FVDMetric, LPIPSMetric, psnr, ssim
+
+METHODS = ("copy_reference", "teacher", "student_no_dmd", "student")
+
+
+@dataclass
+class EvalConfig:
+    model: str = "embedded_cpu"
+    teacher_checkpoint: str | None = None
+    student_checkpoint: str | None = None
+    student_no_dmd_checkpoint: str | None = None
+    teacher_steps: int = 20
+    data: DataConfig = field(default_factory=DataConfig)
+    max_clips_per_task: int | None = None
+    lpips_weights: str | None = None
+    i3d_weights: str | None = None
+    output_dir: str = "outputs/eval"
+    seed: int = 0
+    num_threads: int | None = None
+
+
+def _mean(values):
+    numbers = [v for v in values if isinstance(v, float)]
+    return float(np.mean(numbers)) if numbers else SKIPPED
+
+
+def _fmt(value, digits):
+    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def evaluate(cfg: EvalConfig) -> dict:
+    if cfg.num_threads:
+        torch.set_num_threads(cfg.num_threads)
+    config = get_config(cfg.model)
+    out = Path(cfg.output_dir)
+    (out / "videos").mkdir(parents=True, exist_ok=True)
+    checkpoints = {"teacher": cfg.teacher_checkpoint, "student_no_dmd": cfg.student_no_dmd_checkpoint,
+                   "student": cfg.student_checkpoint}
+    vae_source = next((c for c in checkpoints.values() if c), None)
+    if vae_source is None:
+        raise ValueError("give at least one of teacher_checkpoint / student_checkpoint / student_no_dmd_checkpoint")
+    vae = load_vae(config, vae_source)
+    models = {name: load_or_build_transformer(config, path).eval() for name, path in checkpoints.items() if path}
+    clips = build_clip_dataset(cfg.data, config)
+    # one clip per episode (its first), so the grounding swap pairs different episodes
+    firsts = [i for i, (_, start) in enumerate(clips.items) if start == 0]
+    chosen, per_task = [], {}
+    for i in firsts:
+        task = clips[i].task
+        if cfg.max_clips_per_task is None or per_task.get(task, 0) < cfg.max_clips_per_task:
+            chosen.append(i)
+            per_task[task] = per_task.get(task, 0) + 1
+    lpips, fvd = LPIPSMetric(cfg.lpips_weights), {m: FVDMetric(cfg.i3d_weights) for m in METHODS}
+    encoded = {i: encode_clip(vae, clips[i]) for i in chosen}
+    rows = []
+    for n, i in enumerate(tqdm(chosen, desc="evaluate")):
+        clip = clips[i]
+        latents, control = encoded[i]["latents"][None], encoded[i]["control"][None]
+        truth = clip.frames[1:]
+        videos = {"copy_reference": np.repeat(clip.reference[None], len(truth), axis=0)}
+        for name, model in models.items():
+            seed = cfg.seed + n
+            z = (teacher_latents(model, latents[:, :, :1], control, cfg.teacher_steps, config.shift, seed)
+                 if name == "teacher" else student_latents(model, config, latents[:, :, :1], control, seed))
+            videos[name] = decode(vae, z)[1:]
+        row = {"task": clip.task, "clip": clip.source_id}
+        for name, video in videos.items():
+            row[name] = {"psnr": psnr(video, truth), "ssim": ssim(video, truth), "lpips": lpips(video, truth)}
+            fvd[name].add(video, truth)
+        grounded = "student" if "student" in models else next(iter(models))
+        other = chosen[(n + 1) % len(chosen)]
+        if len(chosen) > 1:
+            mismatched = decode(vae, student_latents(models[grounded], config, latents[:, :, :1],
+                                                     encoded[other]["control"][None], cfg.seed + n)
+                                if grounded != "teacher" else
+                                teacher_latents(models[grounded], latents[:, :, :1], encoded[other]["control"][None],
+                                                cfg.teacher_steps, config.shift, cfg.seed + n))[1:]
+            row["grounding"] = {"method": grounded, "mismatched_clip": clips[other].source_id,
+                                "psnr_gap": row[grounded]["psnr"] - psnr(mismatched, truth),
+                                "ssim_gap": row[grounded]["ssim"] - ssim(mismatched, truth)}
+        side_by_side = np.concatenate([clip.frames, clip.skeleton, np.concatenate([clip.reference[None], videos[grounded]])], axis=2)
+        write_video(out / "videos" / f"{clip.source_id.replace('/', '_').replace('@', '_')}.mp4", side_by_side, config.fps)
+        rows.append(row)
+    report = summarize(rows, [m for m in METHODS if m in videos], fvd)
+    (out / "results.json").write_text(json.dumps({"config": cfg.__dict__ | {"data": cfg.data.__dict__},
+                                                  "summary": report, "clips": rows}, indent=1, default=str))
+    (out / "results.md").write_text(markdown_table(report))
+    return report
+
+
+def summarize(rows: list[dict], methods: list[str], fvd: dict) -> dict:
+    tasks = sorted({r["task"] for r in rows})
+    report = {"methods": {}, "grounding": {}}
+    for method in methods:
+        per_task = {}
+        for task in tasks + ["all"]:
+            chosen = [r for r in rows if task in ("all", r["task"])]
+            per_task[task] = {m: _mean([r[method][m] for r in chosen]) for m in ("psnr", "ssim", "lpips")}
+            per_task[task]["clips"] = len(chosen)
+        per_task["all"]["fvd"] = fvd[method].compute()
+        report["methods"][method] = per_task
+    for task in tasks + ["all"]:
+        chosen = [r["grounding"] for r in rows if "grounding" in r and task in ("all", r["task"])]
+        if chosen:
+            report["grounding"][task] = {"method": chosen[0]["method"], "psnr_gap": _mean([g["psnr_gap"] for g in chosen]),
+                                         "ssim_gap": _mean([g["ssim_gap"] for g in chosen]), "clips": len(chosen)}
+    return report
+
+
+def markdown_table(report: dict) -> str:
+    lines = ["| method | task | clips | PSNR ↑ | SSIM ↑ | LPIPS ↓ | FVD ↓ |", "|---|---|---|---|---|---|---|"]
+    for method, per_task in report["methods"].items():
+        for task, m in per_task.items():
+            lines.append(f"| {method} | {task} | {m['clips']} | {_fmt(m['psnr'], 2)} | {_fmt(m['ssim'], 3)} | "
+                         f"{_fmt(m['lpips'], 3)} | {_fmt(m.get('fvd', ''), 1)} |")
+    lines += ["", "Action grounding (own skeleton minus another episode's skeleton, same clip):", "",
+              "| method | task | clips | PSNR gap (dB) | SSIM gap |", "|---|---|---|---|---|"]
+    for task, g in report["grounding"].items():
+        lines.append(f"| {g['method']} | {task} | {g['clips']} | {_fmt(g['psnr_gap'], 2)} | {_fmt(g['ssim_gap'], 4)} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", required=True, type=Path)
+    parser.add_argument("overrides", nargs="*", help="key.sub=value overrides of the YAML")
+    args = parser.parse_args(argv)
+    cfg = load_config(EvalConfig, args.config, parse_overrides(args.overrides))
+    evaluate(cfg)
+    print((Path(cfg.output_dir) / "results.md").read_text())
+
+
+if __name__ == "__main__":
+    main()

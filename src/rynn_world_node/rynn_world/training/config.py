@@ -1,0 +1,137 @@
+"""Training configuration: dataclasses filled from YAML (unknown keys are an error, not ignored)."""
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+
+@dataclass
+class DataConfig:
+    kind: str = "robot_episodes"  # robot_episodes | egodex | vitra
+    root: str = "data/episodes"
+    clip_frames: int = 81  # 1 + 4k: 81 (robot, EgoDex), 25 (VITRA), 9/17 on CPUs
+    stride: int | None = None  # frames between clip starts; default clip_frames - 1
+    tasks: list[str] | None = None
+    episodes: list[int] | None = None  # robot episodes only: keep these episode numbers
+    exclude_episodes: list[int] | None = None  # robot episodes only: the held-out ones
+    latent_cache: str | None = None  # directory for cached VAE latents (encode once, reuse)
+
+
+@dataclass
+class OptimConfig:
+    lr: float = 1e-5
+    warmup_steps: int = 200
+    weight_decay: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.999)
+    max_grad_norm: float = 1.0
+
+
+@dataclass
+class RunConfig:
+    """What every entry point shares: where, how long, how it is logged and saved."""
+
+    output_dir: str = "outputs/run"
+    steps: int = 1000
+    batch_size: int = 1
+    seed: int = 0
+    mixed_precision: str = "no"  # "bf16" on GPUs
+    gradient_checkpointing: bool = False
+    save_every: int = 500
+    log_every: int = 10
+    num_threads: int | None = None  # torch CPU threads (1 when sharing a machine)
+    progress: bool = True
+
+
+@dataclass
+class TrainConfig:
+    """Stage 1 (human video) or stage 2 (robot episodes) flow-matching training of the teacher."""
+
+    model: str = "embedded_cpu"  # a name in rynn_world.model.configs
+    stage: int = 2
+    init_checkpoint: str | None = None  # dir with transformer/ (+ vae/); None = fresh weights
+    vae_checkpoint: str | None = None  # dir with the VAE (defaults to init_checkpoint/vae)
+    allow_missing_control: bool = True  # plain Wan weights start with a zero control branch
+    finetune: str = "lora"  # lora | full
+    lora_rank: int = 64
+    ema_decay: float = 0.999  # full fine-tuning only
+    data: DataConfig = field(default_factory=DataConfig)
+    optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=1e-5))
+    run: RunConfig = field(default_factory=RunConfig)
+
+
+@dataclass
+class VAETrainConfig:
+    """Autoencoder training for small configs that have no pretrained VAE (RGB and skeleton videos)."""
+
+    model: str = "embedded_cpu"
+    init_checkpoint: str | None = None
+    clip_frames: int = 5
+    crop: tuple[int, int] | None = None  # (h, w) random crops; the VAE is fully convolutional
+    kl_weight: float = 1e-6
+    skeleton_fraction: float = 0.3  # share of batches that are skeleton renders (the control input)
+    data: DataConfig = field(default_factory=DataConfig)
+    optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=1e-3, warmup_steps=50))
+    run: RunConfig = field(default_factory=RunConfig)
+
+
+@dataclass
+class DistillConfig:
+    """Causal flow-matching warm-up, then DMD, starting from a trained teacher checkpoint."""
+
+    model: str = "embedded_cpu"
+    teacher_checkpoint: str = "outputs/teacher/final"
+    warmup_steps: int = 1000
+    warmup_lr: float = 1e-5
+    dmd_steps: int = 1000
+    generator_lr: float = 2e-6
+    critic_lr: float = 5e-7
+    critic_updates_per_generator: int = 5
+    dmd_min_sigma: float = 0.02
+    dmd_max_sigma: float = 0.98
+    ema_decay: float | None = None
+    data: DataConfig = field(default_factory=DataConfig)
+    optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=1e-5, warmup_steps=200))
+    run: RunConfig = field(default_factory=RunConfig)
+
+
+def _build(cls, values: dict, where: str):
+    if not isinstance(values, dict):
+        raise ValueError(f"{where}: expected a mapping, got {type(values).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {unknown}; known: {sorted(fields)}")
+    kwargs = {}
+    for name, value in values.items():
+        default = fields[name].default_factory() if fields[name].default_factory is not dataclasses.MISSING else None
+        if dataclasses.is_dataclass(default):
+            value = _build(type(default), value or {}, f"{where}.{name}")
+        elif isinstance(value, list) and name in ("betas", "crop"):
+            value = tuple(value)
+        kwargs[name] = value
+    return cls(**kwargs)
+
+
+def load_config(cls, path, overrides: dict | None = None):
+    """`cls` from a YAML file; `overrides` ({"run.steps": 10}) win over the file."""
+    values = yaml.safe_load(Path(path).read_text()) or {}
+    for dotted, value in (overrides or {}).items():
+        node = values
+        *parents, leaf = dotted.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+    return _build(cls, values, str(path))
+
+
+def parse_overrides(pairs: list[str]) -> dict:
+    """`key.sub=value` strings from the command line, values parsed as YAML."""
+    overrides = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise ValueError(f"override {pair!r} must look like key.sub=value")
+        overrides[key] = yaml.safe_load(value)
+    return overrides

@@ -1,0 +1,38 @@
+"""From a DataConfig to clips (pixels) and cached latent clips (what the DiT trains on)."""
+
+from pathlib import Path
+
+import torch
+
+from ..data import EgoDexDataset, LatentClipDataset, RobotEpisodeDataset, VitraDataset, cache_latents
+from ..data.latent_cache import cache_is_current
+from ..model.configs import WorldModelConfig
+from .config import DataConfig
+
+
+def build_clip_dataset(data: DataConfig, model: WorldModelConfig, clip_frames: int | None = None):
+    frames = clip_frames or data.clip_frames
+    common = dict(clip_frames=frames, height=model.height, width=model.width, fps=model.fps, stride=data.stride)
+    if data.kind == "robot_episodes":
+        return RobotEpisodeDataset(data.root, tasks=data.tasks, episodes=data.episodes,
+                                   exclude_episodes=data.exclude_episodes, **common)
+    if data.kind == "egodex":
+        return EgoDexDataset(data.root, tasks=data.tasks, **common)
+    if data.kind == "vitra":
+        return VitraDataset(data.root, **common)
+    raise ValueError(f"data.kind must be robot_episodes, egodex or vitra, got {data.kind!r}")
+
+
+def build_latent_dataset(data: DataConfig, model: WorldModelConfig, vae, output_dir: Path) -> LatentClipDataset:
+    """Encode the clips once (into data.latent_cache or <output_dir>/latents) and load them."""
+    directory = Path(data.latent_cache) if data.latent_cache else Path(output_dir) / "latents"
+    if not cache_is_current(directory, vae):
+        cache_latents(build_clip_dataset(data, model), vae, directory)
+    return LatentClipDataset(directory)
+
+
+def sample_batch(dataset, batch_size: int, generator: torch.Generator, device) -> dict[str, torch.Tensor]:
+    """A batch drawn with the step's generator (reproducible, resume-safe)."""
+    picks = torch.randint(len(dataset), (batch_size,), generator=generator).tolist()
+    items = [dataset[i] for i in picks]
+    return {k: torch.stack([item[k] for item in items]).to(device) for k in items[0]}

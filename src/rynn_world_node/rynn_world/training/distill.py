@@ -1,0 +1,134 @@
+"""Autoregressive distillation of the bidirectional teacher into the causal 4-step student.
+
+Phase 1 (steps < warmup_steps): causal flow-matching warm-up, teacher-forced block-causal MSE
+on the velocity. Phase 2: DMD. Each DMD step makes `critic_updates_per_generator` critic (fake
+score) updates by flow matching on fresh student rollouts, then one generator update that pushes
+the rollout along fake-minus-real score, the real score being the frozen teacher. Rollouts run
+the 4-step schedule through the KV cache with gradients across chunks.
+
+    python -m rynn_world.training.distill --config config/distill_cpu.yaml
+
+Writes <output_dir>/final_warmup/ (the student without DMD) and <output_dir>/final/.
+"""
+
+import argparse
+import copy
+from pathlib import Path
+
+import torch
+
+from .. import flow_matching as fm
+from ..model.configs import get_config
+from .causal import causal_flow_matching_loss, student_rollout
+from .config import DistillConfig, load_config, parse_overrides
+from .datasets import build_latent_dataset, sample_batch
+from .ema import EMA
+from .export import load_or_build_transformer, load_vae, save_world_model
+from .lora import export_transformer
+from .loop import TrainingLoop, adamw, average_gradients, make_accelerator, step_generator, warmup_constant_schedule
+from .losses import dmd_generator_loss, flow_matching_loss, sample_sigmas
+
+
+def distill(cfg: DistillConfig, resume: str | None = "latest") -> Path:
+    accelerator = make_accelerator(cfg.run)
+    model_config = get_config(cfg.model)
+    device = accelerator.device
+    vae = load_vae(model_config, cfg.teacher_checkpoint, device=device)
+    with accelerator.main_process_first():
+        dataset = build_latent_dataset(cfg.data, model_config, vae, Path(cfg.run.output_dir))
+    torch.manual_seed(cfg.run.seed)
+    teacher = load_or_build_transformer(model_config, cfg.teacher_checkpoint, device=device).eval().requires_grad_(False)
+    student = copy.deepcopy(teacher).train().requires_grad_(True)
+    critic = copy.deepcopy(teacher).train().requires_grad_(True)
+    if cfg.run.gradient_checkpointing:
+        student.enable_gradient_checkpointing()
+        critic.enable_gradient_checkpointing()
+    optimizers = {
+        "warmup": adamw(student.parameters(), cfg.optim, cfg.warmup_lr),
+        "generator": adamw(student.parameters(), cfg.optim, cfg.generator_lr),
+        "critic": adamw(critic.parameters(), cfg.optim, cfg.critic_lr),
+    }
+    schedulers = {n: warmup_constant_schedule(o, cfg.optim.warmup_steps) for n, o in optimizers.items()}
+    for name in optimizers:
+        optimizers[name] = accelerator.prepare(optimizers[name])
+    emas = {"student": EMA(student.named_parameters(), cfg.ema_decay)} if cfg.ema_decay else {}
+    loop = TrainingLoop(cfg.run, accelerator, {"student": student, "critic": critic}, optimizers, schedulers, emas,
+                        name="distill")
+    if resume:
+        loop.resume(resume)
+    sigmas = fm.student_sigmas(model_config.denoising_list, model_config.shift)
+    output_dir = Path(cfg.run.output_dir)
+
+    def update(module, loss, name):
+        accelerator.backward(loss)
+        average_gradients(module, accelerator)
+        torch.nn.utils.clip_grad_norm_(module.parameters(), cfg.optim.max_grad_norm)
+        optimizers[name].step()
+        schedulers[name].step()
+        optimizers[name].zero_grad(set_to_none=True)
+
+    def rollout(batch, generator):
+        latents, control = batch["latents"], batch["control"]
+        return student_rollout(student, latents[:, :, :1], control, latents.shape[2], sigmas,
+                               model_config.block_frames, model_config.window_blocks, generator)
+
+    def step_fn(step: int) -> dict[str, float]:
+        generator = step_generator(cfg.run.seed, step, accelerator.process_index, "cpu")
+        if step < cfg.warmup_steps:
+            batch = sample_batch(dataset, cfg.run.batch_size, generator, device)
+            latents = batch["latents"]
+            sigma = sample_sigmas(latents.shape[0], model_config.shift, generator, device)
+            noise = torch.randn(latents.shape, generator=generator).to(device)
+            with accelerator.autocast():
+                loss = causal_flow_matching_loss(student, latents, batch["control"], sigma, noise, model_config.block_frames)
+            update(student, loss, "warmup")
+            if step + 1 == cfg.warmup_steps and accelerator.is_main_process:
+                save_world_model(output_dir / "final_warmup", export_transformer(copy.deepcopy(student)), vae)
+            return {"distill/causal_flow_matching": float(loss)}
+        critic_losses = []
+        for _ in range(cfg.critic_updates_per_generator):
+            batch = sample_batch(dataset, cfg.run.batch_size, generator, device)
+            with torch.no_grad(), accelerator.autocast():
+                sample = rollout(batch, generator)
+            sigma = sample_sigmas(sample.shape[0], model_config.shift, generator, device)
+            noise = torch.randn(sample.shape, generator=generator).to(device)
+            with accelerator.autocast():
+                critic_loss = flow_matching_loss(critic, sample, batch["control"], sigma, noise)
+            update(critic, critic_loss, "critic")
+            critic_losses.append(float(critic_loss))
+        batch = sample_batch(dataset, cfg.run.batch_size, generator, device)
+        sigma = sample_sigmas(batch["latents"].shape[0], model_config.shift, generator, device,
+                              cfg.dmd_min_sigma, cfg.dmd_max_sigma)
+        with accelerator.autocast():
+            sample = rollout(batch, generator)
+            noise = torch.randn(sample.shape, generator=generator).to(device)
+            generator_loss = dmd_generator_loss(sample, batch["control"], teacher, critic, sigma, noise)
+        update(student, generator_loss, "generator")
+        if emas:
+            emas["student"].update(student.named_parameters())
+        with torch.no_grad():  # how far the student's sample is from the data: the curve to watch
+            data_mse = float(((sample - batch["latents"])[:, :, 1:] ** 2).mean())
+        return {"distill/dmd_generator": float(generator_loss), "distill/critic_flow_matching": sum(critic_losses) / len(critic_losses),
+                "distill/sample_mse_to_data": data_mse}
+
+    loop.run(cfg.warmup_steps + cfg.dmd_steps, step_fn)
+    final = output_dir / "final"
+    if accelerator.is_main_process:
+        if emas:
+            emas["student"].copy_to(student)
+        save_world_model(final, export_transformer(student), vae)
+    return final
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", required=True, type=Path)
+    parser.add_argument("--no-resume", action="store_true", help="start fresh even if checkpoints exist")
+    parser.add_argument("overrides", nargs="*", help="key.sub=value overrides of the YAML")
+    args = parser.parse_args(argv)
+    cfg = load_config(DistillConfig, args.config, parse_overrides(args.overrides))
+    print(f"causal student written to {distill(cfg, resume=None if args.no_resume else 'latest')}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""Resumable training state in safetensors: models, optimizers, schedulers, EMA, RNG, step.
+
+A checkpoint directory `<output_dir>/checkpoints/step_NNNNNNNN/` holds
+  modules.safetensors     every trained module's state dict, keys prefixed `<module>.`
+  optimizers.safetensors  optimizer tensors (`<optimizer>.<param index>.<name>`) + JSON structure
+  ema.safetensors         EMA shadow weights
+  rng.safetensors         torch CPU / CUDA and NumPy generator states
+  trainer.json            step, scheduler states, optimizer param groups, python RNG, loss history
+Loading restores all of them in place, so a resumed run continues bit-exactly.
+"""
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+CHECKPOINT_GLOB = "step_*"
+
+
+def checkpoint_dir(output_dir, step: int) -> Path:
+    return Path(output_dir) / "checkpoints" / f"step_{step:08d}"
+
+
+def latest_checkpoint(output_dir) -> Path | None:
+    found = sorted((Path(output_dir) / "checkpoints").glob(CHECKPOINT_GLOB))
+    complete = [p for p in found if (p / "trainer.json").is_file()]
+    return complete[-1] if complete else None
+
+
+def _optimizer_tensors(name: str, optimizer: torch.optim.Optimizer) -> tuple[dict, dict]:
+    state = optimizer.state_dict()
+    tensors, scalars = {}, {}
+    for index, values in state["state"].items():
+        for key, value in values.items():
+            if torch.is_tensor(value):
+                tensors[f"{name}.{index}.{key}"] = value.detach().cpu().contiguous()
+            else:
+                scalars[f"{index}.{key}"] = value
+    return tensors, {"param_groups": state["param_groups"], "scalars": scalars}
+
+
+def _restore_optimizer(name: str, optimizer: torch.optim.Optimizer, tensors: dict, structure: dict) -> None:
+    state: dict = {}
+    prefix = f"{name}."
+    for key, value in tensors.items():
+        if key.startswith(prefix):
+            index, sub = key[len(prefix):].split(".", 1)
+            state.setdefault(int(index), {})[sub] = value
+    for key, value in structure["scalars"].items():
+        index, sub = key.split(".", 1)
+        state.setdefault(int(index), {})[sub] = value
+    optimizer.load_state_dict({"state": state, "param_groups": structure["param_groups"]})
+
+
+def save_training_state(directory: Path, step: int, modules: dict, optimizers: dict, schedulers: dict,
+                        emas: dict, history: dict) -> Path:
+    """Write to `<dir>.partial` then rename, so a crash never leaves a checkpoint that looks complete."""
+    directory = Path(directory)
+    partial = directory.with_name(directory.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    save_file({f"{m}.{k}": v.detach().cpu().contiguous() for m, module in modules.items()
+               for k, v in module.state_dict().items()}, str(partial / "modules.safetensors"))
+    optimizer_tensors, optimizer_structure = {}, {}
+    for name, optimizer in optimizers.items():
+        tensors, optimizer_structure[name] = _optimizer_tensors(name, optimizer)
+        optimizer_tensors.update(tensors)
+    save_file(optimizer_tensors, str(partial / "optimizers.safetensors"))
+    save_file({f"{e}.{k}": v.contiguous() for e, ema in emas.items() for k, v in ema.shadow.items()} or
+              {"_empty": torch.zeros(0)}, str(partial / "ema.safetensors"))
+    numpy_state = np.random.get_state()
+    rng = {"torch": torch.get_rng_state(), "numpy": torch.from_numpy(numpy_state[1].astype(np.int64))}
+    if torch.cuda.is_available():
+        rng.update({f"cuda.{i}": s for i, s in enumerate(torch.cuda.get_rng_state_all())})
+    save_file(rng, str(partial / "rng.safetensors"))
+    python_state = random.getstate()
+    trainer = {
+        "step": step,
+        "schedulers": {n: s.state_dict() for n, s in schedulers.items()},
+        "optimizers": optimizer_structure,
+        "ema_updates": {n: e.updates for n, e in emas.items()},
+        "numpy_rng": [numpy_state[0], int(numpy_state[2]), int(numpy_state[3]), float(numpy_state[4])],
+        "python_rng": [python_state[0], list(python_state[1]), python_state[2]],
+        "history": history,
+    }
+    (partial / "trainer.json").write_text(json.dumps(trainer))
+    shutil.rmtree(directory, ignore_errors=True)
+    partial.rename(directory)
+    return directory
+
+
+def load_training_state(directory: Path, modules: dict, optimizers: dict, schedulers: dict, emas: dict) -> tuple[int, dict]:
+    """Restore everything in place; returns (step, loss history)."""
+    directory = Path(directory)
+    trainer = json.loads((directory / "trainer.json").read_text())
+    weights = load_file(str(directory / "modules.safetensors"))
+    for name, module in modules.items():
+        prefix = f"{name}."
+        module.load_state_dict({k[len(prefix):]: v for k, v in weights.items() if k.startswith(prefix)})
+    optimizer_tensors = load_file(str(directory / "optimizers.safetensors"))
+    for name, optimizer in optimizers.items():
+        _restore_optimizer(name, optimizer, optimizer_tensors, trainer["optimizers"][name])
+    for name, scheduler in schedulers.items():
+        scheduler.load_state_dict(trainer["schedulers"][name])
+    ema_tensors = load_file(str(directory / "ema.safetensors"))
+    for name, ema in emas.items():
+        prefix = f"{name}."
+        ema.shadow = {k[len(prefix):]: v for k, v in ema_tensors.items() if k.startswith(prefix)}
+        ema.updates = trainer["ema_updates"][name]
+    rng = load_file(str(directory / "rng.safetensors"))
+    torch.set_rng_state(rng["torch"])
+    if torch.cuda.is_available():
+        cuda = [rng[k] for k in sorted(k for k in rng if k.startswith("cuda."))]
+        if cuda:
+            torch.cuda.set_rng_state_all(cuda)
+    kind, pos, has_gauss, cached = trainer["numpy_rng"]
+    np.random.set_state((kind, rng["numpy"].numpy().astype(np.uint32), pos, has_gauss, cached))
+    version, internal, gauss = trainer["python_rng"]
+    random.setstate((version, tuple(internal), gauss))
+    return trainer["step"], trainer["history"]

@@ -1,0 +1,119 @@
+"""Train the video VAE of a small config on RGB clips and skeleton renders.
+
+The released Wan2.2 VAE is used as-is for the full model; the CPU configs have no pretrained VAE,
+so one is trained here (L1 reconstruction + a small KL term on random crops). At the end the
+per-channel latent mean/std are measured on the data and written into the VAE config, which puts
+the DiT's latents at unit scale, as Wan's latents_mean/latents_std do.
+
+    python -m rynn_world.training.train_vae --config config/train_vae_cpu.yaml
+"""
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import torch
+from diffusers import AutoencoderKLWan
+
+from ..data.latent_cache import control_video
+from ..model.configs import get_config
+from ..model.vae import StreamingVAEEncoder, rgb_to_tensor
+from .config import VAETrainConfig, load_config, parse_overrides
+from .datasets import build_clip_dataset
+from .export import load_vae, save_world_model
+from .loop import TrainingLoop, adamw, average_gradients, make_accelerator, step_generator, warmup_constant_schedule
+
+
+def random_crop(video: torch.Tensor, crop: tuple[int, int] | None, generator: torch.Generator) -> torch.Tensor:
+    if crop is None:
+        return video
+    h, w = video.shape[-2:]
+    top = int(torch.randint(h - crop[0] + 1, (1,), generator=generator))
+    left = int(torch.randint(w - crop[1] + 1, (1,), generator=generator))
+    return video[..., top: top + crop[0], left: left + crop[1]]
+
+
+def vae_loss(vae: AutoencoderKLWan, video: torch.Tensor, kl_weight: float, generator: torch.Generator) -> tuple[torch.Tensor, dict]:
+    posterior = vae.encode(video).latent_dist
+    noise = torch.randn(posterior.mean.shape, generator=generator, device=video.device, dtype=video.dtype)
+    reconstruction = vae.decode(posterior.mean + posterior.std * noise).sample
+    l1 = (reconstruction - video).abs().mean()
+    kl = posterior.kl().mean() / posterior.mean[0].numel()
+    return l1 + kl_weight * kl, {"l1": float(l1), "kl": float(kl)}
+
+
+@torch.no_grad()
+def with_latent_statistics(vae: AutoencoderKLWan, clips, max_clips: int = 64) -> AutoencoderKLWan:
+    """A copy of `vae` whose config carries the data's per-channel latent mean and std."""
+    encoder = StreamingVAEEncoder(vae)
+    latents = []
+    for i in np.linspace(0, len(clips) - 1, min(max_clips, len(clips))).astype(int):
+        clip = clips[int(i)]
+        for video in (clip.frames, control_video(clip.skeleton)):
+            encoder.reset()
+            latents.append(encoder.push(rgb_to_tensor(video, vae.device, vae.dtype)).float())
+    raw = torch.cat([z.transpose(0, 1).flatten(1) for z in latents], dim=1)  # (C, N) in the current normalisation
+    mean = torch.tensor(vae.config.latents_mean).view(-1, 1)
+    std = torch.tensor(vae.config.latents_std).view(-1, 1)
+    raw = raw.cpu() * std + mean
+    config = {k: v for k, v in vae.config.items() if not k.startswith("_")}
+    config.update(latents_mean=raw.mean(1).tolist(), latents_std=raw.std(1).clamp_min(1e-3).tolist())
+    normalised = AutoencoderKLWan(**config).to(device=vae.device, dtype=vae.dtype)
+    normalised.load_state_dict(vae.state_dict())
+    return normalised.eval()
+
+
+def train_vae(cfg: VAETrainConfig, resume: str | None = "latest") -> Path:
+    accelerator = make_accelerator(cfg.run)
+    model_config = get_config(cfg.model)
+    clips = build_clip_dataset(cfg.data, model_config, clip_frames=cfg.clip_frames)
+    torch.manual_seed(cfg.run.seed)
+    vae = load_vae(model_config, cfg.init_checkpoint).train()
+    optimizer = adamw(vae.parameters(), cfg.optim)
+    scheduler = warmup_constant_schedule(optimizer, cfg.optim.warmup_steps)
+    vae = vae.to(accelerator.device)
+    optimizer = accelerator.prepare(optimizer)
+    loop = TrainingLoop(cfg.run, accelerator, {"vae": vae}, {"vae": optimizer}, {"vae": scheduler}, name="vae")
+    if resume:
+        loop.resume(resume)
+    device = accelerator.device
+
+    def step_fn(step: int) -> dict[str, float]:
+        generator = step_generator(cfg.run.seed, step, accelerator.process_index, "cpu")
+        videos = []
+        for _ in range(cfg.run.batch_size):
+            clip = clips[int(torch.randint(len(clips), (1,), generator=generator))]
+            skeleton = float(torch.rand(1, generator=generator)) < cfg.skeleton_fraction
+            pixels = clip.skeleton if skeleton else clip.frames
+            videos.append(random_crop(rgb_to_tensor(pixels), cfg.crop, generator))
+        video = torch.cat(videos).to(device)
+        with accelerator.autocast():
+            loss, parts = vae_loss(vae, video, cfg.kl_weight, generator)
+        accelerator.backward(loss)
+        average_gradients(vae, accelerator)
+        accelerator.clip_grad_norm_(vae.parameters(), cfg.optim.max_grad_norm)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        return {"vae/loss": float(loss), "vae/l1": parts["l1"]}
+
+    loop.run(cfg.run.steps, step_fn)
+    final = Path(cfg.run.output_dir) / "final"
+    if accelerator.is_main_process:
+        trained = with_latent_statistics(vae.eval(), clips)
+        save_world_model(final, vae=trained)
+    return final
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", required=True, type=Path)
+    parser.add_argument("--no-resume", action="store_true", help="start fresh even if checkpoints exist")
+    parser.add_argument("overrides", nargs="*", help="key.sub=value overrides of the YAML")
+    args = parser.parse_args(argv)
+    cfg = load_config(VAETrainConfig, args.config, parse_overrides(args.overrides))
+    print(f"VAE written to {train_vae(cfg, resume=None if args.no_resume else 'latest')}")
+
+
+if __name__ == "__main__":
+    main()
