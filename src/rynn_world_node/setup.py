@@ -19,6 +19,7 @@ setup(
         (f"share/{PACKAGE}/launch", sorted(glob(str(REPO_ROOT / "launch" / "*.py")))),
         (f"share/{PACKAGE}/config", sorted(glob(str(REPO_ROOT / "config" / "*.yaml")))),
     ],
+    package_data={"rynn_world": ["checkpoints/*/*/*.json", "checkpoints/*/*/*.safetensors", "checkpoints/*/*.md"]},
     install_requires=["setuptools"],
     zip_safe=False,
     maintainer="Rynn Teleop maintainers",
@@ -28,6 +29,10 @@ setup(
     entry_points={
         "console_scripts": [
             "world_model_node = rynn_world.nodes.world_model_node:main",
+            "rynn_world_train_vae = rynn_world.training.train_vae:main",
+            "rynn_world_train = rynn_world.training.train:main",
+            "rynn_world_distill = rynn_world.training.distill:main",
+            "rynn_world_evaluate = rynn_world.evaluation.evaluate:main",
             "rynn_launch = rynn_world.launcher.cli:main",
         ],
     },

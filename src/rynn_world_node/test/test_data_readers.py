@@ -43,8 +43,8 @@ def test_clip_lengths_are_one_plus_four_k():
 def test_resampling_to_16_fps_picks_the_newest_frame_at_each_tick():
     times = np.arange(31) / 30.0  # 1 s at 30 FPS
     picks = resample_indices(times, 16.0)
-    assert len(picks) == 16 and picks[0] == 0 and np.all(np.diff(picks) >= 1)
-    assert np.all(times[picks] <= np.arange(16) / 16.0 + 1e-9)
+    assert len(picks) == 17 and picks[0] == 0 and picks[-1] == 30  # ticks 0, 1/16, ..., 1 s and np.all(np.diff(picks) >= 1)
+    assert np.all(times[picks] <= np.arange(17) / 16.0 + 1e-9)
 
 
 def test_robot_episodes_from_frames_npz_and_from_the_bag_alone_agree(robot_root, tmp_path):
