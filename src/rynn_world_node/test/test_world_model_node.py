@@ -48,14 +48,15 @@ def world_model(start_process):
 
 def test_digital_mode_streams_realsense_identical_frames_stamped_by_skeleton(ros_node, world_model):
     from diagnostic_msgs.msg import DiagnosticArray
-    from rynn_teleop_msgs.msg import BimanualSkeleton
+    from rynn_teleop_msgs.msg import BimanualSkeleton, TeleopStatus
     from sensor_msgs.msg import CameraInfo, Image
     from std_msgs.msg import String
 
     from rynn_retarget.description import D435I_COLOR
     from rynn_retarget.ros_conversions import time_from_seconds
 
-    images, infos, diagnostics = [], [], []
+    images, infos, diagnostics, statuses = [], [], [], []
+    ros_node.create_subscription(TeleopStatus, "/rynn/status", statuses.append, RELIABLE)
     ros_node.create_subscription(Image, "/rynn/digital/camera/color/image_raw", images.append, RELIABLE)
     ros_node.create_subscription(CameraInfo, "/rynn/digital/camera/color/camera_info", infos.append, RELIABLE)
     ros_node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, RELIABLE)
@@ -115,9 +116,15 @@ def test_digital_mode_streams_realsense_identical_frames_stamped_by_skeleton(ros
         assert (info.width, info.height, info.header.frame_id) == (640, 480, "camera_color_optical_frame")
         np.testing.assert_allclose(info.k, D435I_COLOR.matrix().ravel())
 
-    # Back to real: generation stops.
+    # Back to real: once the node has taken the switch (its status says so), generation stops.
+    statuses.clear()
     mode_pub.publish(String(data="real"))
-    wait_until(lambda: False, 1.0, spin=feed_and_spin)
+
+    def took_real_mode() -> bool:
+        return any(s.source == "world_model_node" and s.mode == TeleopStatus.MODE_REAL for s in statuses)
+
+    assert wait_until(took_real_mode, 30.0, spin=feed_and_spin), read_log(world_model)
+    wait_until(lambda: False, 0.5, spin=feed_and_spin)  # frames already in flight arrive
     count = len(images)
     wait_until(lambda: False, 1.5, spin=feed_and_spin)
     assert len(images) == count, "frames kept coming after the switch to real"
