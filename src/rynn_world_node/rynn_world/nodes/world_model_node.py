@@ -206,7 +206,9 @@ class WorldModelNode(Node):
             block_end = resampler.next_block_end(self.model.frames_per_step)
             newest = resampler.newest_stamp
             live = time.monotonic() - self.skeleton_received < self.skeleton_timeout
-        if live and block_end is not None:
+        if live and block_end is None:
+            return False  # a re-anchor just emptied the clock; the next skeleton is moments away
+        if live:
             if newest - block_end > period:
                 self.stats.drop("behind_realtime")  # the clock jumps to the newest skeleton
             self.next_step = time.monotonic()
@@ -254,7 +256,11 @@ class WorldModelNode(Node):
             self.outbox_ready.notify()
 
     def publish_loop(self) -> None:
+        """Publish queued frames when due; a frame less than half a period after the last one
+        (null-action frames meeting the skeleton clock) is dropped, so the stream keeps a
+        camera's spacing."""
         size = (self.intrinsics.width, self.intrinsics.height)
+        frame_period = 1.0 / self.model.config.fps
         while self._running:
             with self.outbox_ready:
                 self.outbox_ready.wait_for(lambda: self.outbox or not self._running, timeout=0.1)
@@ -265,7 +271,7 @@ class WorldModelNode(Node):
                     self.outbox_ready.wait(due - time.monotonic())
                     continue
                 self.outbox.popleft()
-            if stamp <= self.last_stamp:  # e.g. null-action frames overtaken by the first skeleton
+            if stamp < self.last_stamp + 0.5 * frame_period:  # e.g. null-action frames overtaken by skeletons
                 self.stats.drop("frame_not_newer")
                 continue
             self.last_stamp = stamp
