@@ -304,6 +304,10 @@ def test_world_model_stall_and_refused_switch_without_robot_state(ros_node, star
     response, _, _ = set_mode(operator, ros_node, wait_until, SetMode.Request.MODE_REAL)
     assert not response.success and response.message == "refusing to switch to real: robot state unknown: no LCM state received yet"
     assert response.previous_mode == SetMode.Request.MODE_DIGITAL and operator.modes[-1] == "digital"
+    # An accepted request after a refused one (logged at another severity) keeps the bridge alive.
+    response, _, _ = set_mode(operator, ros_node, wait_until, SetMode.Request.MODE_DIGITAL)
+    assert response.success and response.message == "already in digital mode"
+    assert bridge.poll() is None, read_log(bridge)
 
     # The world model dies: a fault, and the canonical camera goes quiet (no stale frame, no real frame).
     operator.sources_on["digital"] = False

@@ -238,7 +238,11 @@ class BridgeNode(Node):
                 self.router.switch(mode, now)
                 self._publish_mode(mode)
         response.success, response.message = accepted, message
-        (self.get_logger().info if accepted else self.get_logger().warning)(f"SetMode {mode.label}: {message}")
+        # Two call sites on purpose: rclpy refuses a second severity at one logging call site.
+        if accepted:
+            self.get_logger().info(f"SetMode {mode.label}: {message}")
+        else:
+            self.get_logger().warning(f"SetMode {mode.label}: {message}")
         return response
 
     def _publish_mode(self, mode: Mode) -> None:
