@@ -164,7 +164,10 @@ class LeRobotDatasetWriter:
             self._video = None
 
     def _roll_video_if_full(self) -> None:
-        if self._video is not None and self._video_path.stat().st_size > VIDEO_FILE_MB * 2**20:
+        # The encoder buffers its first frames: a short episode may not have created the file yet.
+        if self._video is None or not self._video_path.exists():
+            return
+        if self._video_path.stat().st_size > VIDEO_FILE_MB * 2**20:
             self._close_video()
             self._video_file += 1
             self._video_frames = 0  # timestamps restart in each file
