@@ -61,6 +61,7 @@ class WorldModelNode(Node):
         declare("model_config", "embedded_cpu")
         declare("checkpoint", "")
         declare("device", "auto")
+        declare("torch_threads", 0)  # CPU threads for the model; 0 = torch's default (all cores)
         declare("seed", 0)
         declare("reference_image", "")
         declare("reanchor_every", 81)
@@ -79,6 +80,8 @@ class WorldModelNode(Node):
 
         self.stats = PipelineStats()
         config = get_config(get("model_config"))
+        if int(get("torch_threads")) > 0:
+            torch.set_num_threads(int(get("torch_threads")))  # share the cores with the other nodes
         device = get("device")
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -137,7 +140,9 @@ class WorldModelNode(Node):
         with self.lock:
             if msg.data == "digital" and self.mode != "digital":
                 self.needs_anchor = True  # continue from the current real scene
-            self.mode = msg.data
+            changed, self.mode = msg.data != self.mode, msg.data
+        if changed:
+            self.get_logger().info(f"mode {msg.data}: {'streaming' if msg.data == 'digital' else 'idle'}")
         if msg.data != "digital":
             with self.outbox_ready:
                 self.outbox.clear()  # the digital robot is off: nothing more from it
