@@ -34,6 +34,7 @@ setup(
             "rynn_world_distill = rynn_world.training.distill:main",
             "rynn_world_evaluate = rynn_world.evaluation.evaluate:main",
             "rynn_launch = rynn_world.launcher.cli:main",
+            "rynn_demo = rynn_world.demo:main",
         ],
     },
 )

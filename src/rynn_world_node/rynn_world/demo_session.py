@@ -1,0 +1,129 @@
+"""The demo's operator console over DDS: switch modes, start/stop recorded episodes, and
+watch the canonical camera and /rynn/status while it happens."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+import rclpy
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+from rcl_interfaces.srv import SetParameters
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rynn_teleop_msgs.msg import TeleopStatus
+from rynn_teleop_msgs.srv import SetMode
+from sensor_msgs.msg import Image
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+from tqdm import tqdm
+
+MODE_CODES = {"real": SetMode.Request.MODE_REAL, "digital": SetMode.Request.MODE_DIGITAL}
+LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+SERVICE_TIMEOUT_S = 30.0
+
+
+class DemoSession:
+    def __init__(self):
+        rclpy.init()
+        self.node = rclpy.create_node("rynn_demo")
+        self.mode: str | None = None
+        self.camera_frames = 0
+        self.latencies: dict[str, float] = {}  # "<source>/<stage>" -> latest p50 [s]
+        self.node.create_subscription(Image, "/camera/camera/color/image_raw", self._on_image, RELIABLE)
+        self.node.create_subscription(String, "/rynn/mode", self._on_mode, LATCHED)
+        self.node.create_subscription(TeleopStatus, "/rynn/status", self._on_status, RELIABLE)
+        self.set_mode = self.node.create_client(SetMode, "/rynn/set_mode")
+        self.start = self.node.create_client(Trigger, "/rynn/recorder/start")
+        self.stop = self.node.create_client(Trigger, "/rynn/recorder/stop")
+        self.recorder_parameters = self.node.create_client(SetParameters, "/rynn_recorder/set_parameters")
+
+    def _on_image(self, _msg: Image) -> None:
+        self.camera_frames += 1
+
+    def _on_mode(self, msg: String) -> None:
+        self.mode = msg.data
+
+    def _on_status(self, msg: TeleopStatus) -> None:
+        for latency in msg.latencies:
+            self.latencies[f"{msg.source}/{latency.stage}"] = latency.p50
+
+    def spin_for(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            rclpy.spin_once(self.node, timeout_sec=min(0.05, max(end - time.monotonic(), 0.0)))
+
+    def wait_for_camera(self, timeout: float, launcher: subprocess.Popen, mode: str, frames: int = 5) -> None:
+        """Until the bridge is in ``mode`` and the canonical camera delivered ``frames`` new images."""
+        deadline = time.monotonic() + timeout
+        seen = None
+        while time.monotonic() < deadline:
+            if launcher.poll() is not None:
+                raise RuntimeError(f"the teleoperation graph stopped (exit {launcher.returncode}); see launcher.log")
+            self.spin_for(0.2)
+            if self.mode == mode and seen is None:
+                seen = self.camera_frames
+            if seen is not None and self.camera_frames - seen >= frames:
+                return
+        raise TimeoutError(f"no {mode}-mode camera images within {timeout:.0f} s (mode {self.mode!r}); see logs/")
+
+    def switch_mode(self, mode: str, launcher: subprocess.Popen, timeout: float = 60.0) -> None:
+        """SetMode, retried while the bridge refuses (e.g. robot state not known yet)."""
+        deadline = time.monotonic() + timeout
+        reason = "no answer"
+        while time.monotonic() < deadline and launcher.poll() is None:
+            response = self._call(self.set_mode, SetMode.Request(mode=MODE_CODES[mode]))
+            if response.success:
+                print(f"switched to {mode}: {response.message}", flush=True)
+                return
+            reason = response.message
+            self.spin_for(1.0)
+        raise RuntimeError(f"the bridge refused the switch to {mode}: {reason}")
+
+    def record_episode(self, task: str, seconds: float, mode: str, progress: bool) -> dict:
+        self._set_recorder_task(task)
+        started = self._call(self.start, Trigger.Request())
+        if not started.success:
+            raise RuntimeError(f"recorder did not start: {started.message}")
+        frames_before, t0 = self.camera_frames, time.monotonic()
+        with tqdm(total=round(seconds), desc=f"recording {mode}", unit="s", disable=not progress) as bar:
+            while (elapsed := time.monotonic() - t0) < seconds:
+                self.spin_for(min(0.5, seconds - elapsed))
+                bar.update(min(round(time.monotonic() - t0), round(seconds)) - bar.n)
+                bar.set_postfix(frames=self.camera_frames - frames_before)
+        elapsed = time.monotonic() - t0
+        stopped = self._call(self.stop, Trigger.Request())
+        if not stopped.success:
+            raise RuntimeError(f"recorder did not stop: {stopped.message}")
+        frames = self.camera_frames - frames_before
+        return {
+            "bag": started.message,
+            "mode": mode,
+            "task": task,
+            "seconds": elapsed,
+            "camera_frames": frames,
+            "camera_fps": frames / elapsed,
+            "recorder": json.loads(stopped.message),
+            "latency_p50_ms": {k: v * 1e3 for k, v in sorted(self.latencies.items())},
+        }
+
+    def _set_recorder_task(self, task: str) -> None:
+        value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=task)
+        request = SetParameters.Request(parameters=[Parameter(name="task", value=value)])
+        result = self._call(self.recorder_parameters, request).results[0]
+        if not result.successful:
+            raise RuntimeError(f"recorder refused task {task!r}: {result.reason}")
+
+    def _call(self, client, request):
+        if not client.wait_for_service(timeout_sec=SERVICE_TIMEOUT_S):
+            raise RuntimeError(f"service {client.srv_name} is not available")
+        future = client.call_async(request)
+        rclpy.spin_until_future_complete(self.node, future, timeout_sec=SERVICE_TIMEOUT_S)
+        if not future.done():
+            raise RuntimeError(f"service {client.srv_name} did not answer within {SERVICE_TIMEOUT_S:.0f} s")
+        return future.result()
+
+    def close(self) -> None:
+        self.node.destroy_node()
+        rclpy.try_shutdown()
