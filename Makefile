@@ -2,7 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup build test test-fast bench clean
+.PHONY: setup build test test-fast bench demo clean
 
 setup:  ## create .venv, install pinned deps and Debian packages, colcon-build everything
 	bash scripts/setup.sh
@@ -21,3 +21,6 @@ bench:  ## every benchmark script; each prints its figures
 
 clean:
 	rm -rf build log
+
+demo:  ## the one-command demo: digital + real episode, LeRobot export, videos, summary (outputs/demo)
+	$(PY) -m rynn_world.demo --out outputs/demo
