@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import rynn_robot_bridge.sim  # noqa: F401  MuJoCo fixes its GL backend at import: choose it before any test imports mujoco
 from ros_test_tools import REPO_ROOT, node_env, read_log, wait_until  # noqa: F401  (re-exported)
 
 
