@@ -84,7 +84,7 @@ def distill(cfg: DistillConfig, resume: str | None = "latest") -> Path:
             update(student, loss, "warmup")
             if step + 1 == cfg.warmup_steps and accelerator.is_main_process:
                 save_world_model(output_dir / "final_warmup", export_transformer(copy.deepcopy(student)), vae)
-            return {"distill/causal_flow_matching": float(loss)}
+            return {"distill/causal_flow_matching": loss.item()}
         critic_losses = []
         for _ in range(cfg.critic_updates_per_generator):
             batch = sample_batch(dataset, cfg.run.batch_size, generator, device)
@@ -95,7 +95,7 @@ def distill(cfg: DistillConfig, resume: str | None = "latest") -> Path:
             with accelerator.autocast():
                 critic_loss = flow_matching_loss(critic, sample, batch["control"], sigma, noise)
             update(critic, critic_loss, "critic")
-            critic_losses.append(float(critic_loss))
+            critic_losses.append(critic_loss.item())
         batch = sample_batch(dataset, cfg.run.batch_size, generator, device)
         sigma = sample_sigmas(batch["latents"].shape[0], model_config.shift, generator, device,
                               cfg.dmd_min_sigma, cfg.dmd_max_sigma)
@@ -108,7 +108,7 @@ def distill(cfg: DistillConfig, resume: str | None = "latest") -> Path:
             emas["student"].update(student.named_parameters())
         with torch.no_grad():  # how far the student's sample is from the data: the curve to watch
             data_mse = float(((sample - batch["latents"])[:, :, 1:] ** 2).mean())
-        return {"distill/dmd_generator": float(generator_loss), "distill/critic_flow_matching": sum(critic_losses) / len(critic_losses),
+        return {"distill/dmd_generator": generator_loss.item(), "distill/critic_flow_matching": sum(critic_losses) / len(critic_losses),
                 "distill/sample_mse_to_data": data_mse}
 
     loop.run(cfg.warmup_steps + cfg.dmd_steps, step_fn)

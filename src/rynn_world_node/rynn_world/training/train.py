@@ -69,7 +69,7 @@ def train(cfg: TrainConfig, resume: str | None = "latest") -> Path:
         optimizer.zero_grad(set_to_none=True)
         if ema is not None:
             ema.update(trainable_named_parameters(accelerator.unwrap_model(model)))
-        return {f"stage{cfg.stage}/flow_matching": float(loss)}
+        return {f"stage{cfg.stage}/flow_matching": loss.item()}
 
     loop.run(cfg.run.steps, step_fn)
     final = Path(cfg.run.output_dir) / "final"

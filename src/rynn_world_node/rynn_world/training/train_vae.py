@@ -95,7 +95,7 @@ def train_vae(cfg: VAETrainConfig, resume: str | None = "latest") -> Path:
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
-        return {"vae/loss": float(loss), "vae/l1": parts["l1"]}
+        return {"vae/loss": loss.item(), "vae/l1": parts["l1"]}
 
     loop.run(cfg.run.steps, step_fn)
     final = Path(cfg.run.output_dir) / "final"
