@@ -17,21 +17,18 @@ from __future__ import annotations
 
 import importlib
 import json
-import signal
 import threading
 import time
 from pathlib import Path
 
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, KeyValue
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 from rclpy.event_handler import SubscriptionEventCallbacks
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.signals import SignalHandlerOptions
 from std_srvs.srv import Trigger
 
+from rynn_retarget.node_runner import run_node
 from rynn_retarget.pipeline_stats import PipelineStats
 from rynn_retarget.ros_conversions import make_diagnostics, make_teleop_status
 from rynn_robot_bridge.recording.recorder import EpisodeRecorder, RecorderError, RecorderSettings
@@ -192,32 +189,15 @@ class RecorderNode(Node):
         self.status_pub.publish(status)
         self.diagnostics_pub.publish(diagnostics)
 
-    def close(self) -> None:
+    def destroy_node(self):
+        """Ctrl-C / SIGTERM finish the recording episode (metadata.yaml written) first."""
         with self._lock:
             self.recorder.close()
+        super().destroy_node()
 
 
 def main(args=None) -> None:
-    # Ctrl-C / SIGTERM finish the recording episode (metadata.yaml written) before the context goes.
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
-    node = None
-    try:
-        node = RecorderNode()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        while not stop.is_set():
-            executor.spin_once(timeout_sec=0.1)
-    except ExternalShutdownException:
-        pass
-    finally:
-        if node is not None:
-            node.close()
-            node.destroy_node()
-        rclpy.try_shutdown()
-
+    run_node(RecorderNode, args)
 
 if __name__ == "__main__":
     main()

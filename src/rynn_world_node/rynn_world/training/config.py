@@ -1,8 +1,10 @@
 """Training configuration: dataclasses filled from YAML (unknown keys are an error, not ignored)."""
 
+import argparse
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import yaml
 
@@ -135,3 +137,15 @@ def parse_overrides(pairs: list[str]) -> dict:
             raise ValueError(f"override {pair!r} must look like key.sub=value")
         overrides[key] = yaml.safe_load(value)
     return overrides
+
+
+def run_from_command_line(config_class, run: Callable, what: str, description: str, argv: list[str] | None = None) -> None:
+    """The shared CLI of the training entry points: ``--config YAML [--no-resume] [key.sub=value ...]``;
+    ``run(cfg, resume=...)`` returns where it wrote ``what``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--config", required=True, type=Path)
+    parser.add_argument("--no-resume", action="store_true", help="start fresh even if checkpoints exist")
+    parser.add_argument("overrides", nargs="*", help="key.sub=value overrides of the YAML")
+    args = parser.parse_args(argv)
+    cfg = load_config(config_class, args.config, parse_overrides(args.overrides))
+    print(f"{what} written to {run(cfg, resume=None if args.no_resume else 'latest')}")

@@ -11,7 +11,6 @@ the 4-step schedule through the KV cache with gradients across chunks.
 Writes <output_dir>/final_warmup/ (the student without DMD) and <output_dir>/final/.
 """
 
-import argparse
 import copy
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import torch
 from .. import flow_matching as fm
 from ..model.configs import get_config
 from .causal import causal_flow_matching_loss, student_rollout
-from .config import DistillConfig, load_config, parse_overrides
+from .config import DistillConfig, run_from_command_line
 from .datasets import build_latent_dataset, sample_batch
 from .ema import EMA
 from .export import load_or_build_transformer, load_vae, save_world_model
@@ -121,14 +120,7 @@ def distill(cfg: DistillConfig, resume: str | None = "latest") -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True, type=Path)
-    parser.add_argument("--no-resume", action="store_true", help="start fresh even if checkpoints exist")
-    parser.add_argument("overrides", nargs="*", help="key.sub=value overrides of the YAML")
-    args = parser.parse_args(argv)
-    cfg = load_config(DistillConfig, args.config, parse_overrides(args.overrides))
-    print(f"causal student written to {distill(cfg, resume=None if args.no_resume else 'latest')}")
-
+    run_from_command_line(DistillConfig, distill, "causal student", __doc__.splitlines()[0], argv)
 
 if __name__ == "__main__":
     main()

@@ -8,13 +8,12 @@ Writes <run.output_dir>/{checkpoints/, tensorboard/, loss_curve.png, final/{tran
 re-run resumes from the newest checkpoint.
 """
 
-import argparse
 from pathlib import Path
 
 import torch
 
 from ..model.configs import get_config
-from .config import TrainConfig, load_config, parse_overrides
+from .config import TrainConfig, run_from_command_line
 from .datasets import build_latent_dataset, sample_batch
 from .ema import EMA
 from .export import load_or_build_transformer, load_vae, save_world_model
@@ -83,14 +82,7 @@ def train(cfg: TrainConfig, resume: str | None = "latest") -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True, type=Path)
-    parser.add_argument("--no-resume", action="store_true", help="start fresh even if checkpoints exist")
-    parser.add_argument("overrides", nargs="*", help="key.sub=value overrides of the YAML")
-    args = parser.parse_args(argv)
-    cfg = load_config(TrainConfig, args.config, parse_overrides(args.overrides))
-    print(f"world model written to {train(cfg, resume=None if args.no_resume else 'latest')}")
-
+    run_from_command_line(TrainConfig, train, "world model", __doc__.splitlines()[0], argv)
 
 if __name__ == "__main__":
     main()

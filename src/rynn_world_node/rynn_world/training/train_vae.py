@@ -8,7 +8,6 @@ the DiT's latents at unit scale, as Wan's latents_mean/latents_std do.
     python -m rynn_world.training.train_vae --config config/train_vae_cpu.yaml
 """
 
-import argparse
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +17,7 @@ from diffusers import AutoencoderKLWan
 from ..data.latent_cache import control_video
 from ..model.configs import get_config
 from ..model.vae import StreamingVAEEncoder, rgb_to_tensor
-from .config import VAETrainConfig, load_config, parse_overrides
+from .config import VAETrainConfig, run_from_command_line
 from .datasets import build_clip_dataset
 from .export import load_vae, save_world_model
 from .loop import TrainingLoop, adamw, average_gradients, make_accelerator, step_generator, warmup_constant_schedule
@@ -106,14 +105,7 @@ def train_vae(cfg: VAETrainConfig, resume: str | None = "latest") -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True, type=Path)
-    parser.add_argument("--no-resume", action="store_true", help="start fresh even if checkpoints exist")
-    parser.add_argument("overrides", nargs="*", help="key.sub=value overrides of the YAML")
-    args = parser.parse_args(argv)
-    cfg = load_config(VAETrainConfig, args.config, parse_overrides(args.overrides))
-    print(f"VAE written to {train_vae(cfg, resume=None if args.no_resume else 'latest')}")
-
+    run_from_command_line(VAETrainConfig, train_vae, "VAE", __doc__.splitlines()[0], argv)
 
 if __name__ == "__main__":
     main()
