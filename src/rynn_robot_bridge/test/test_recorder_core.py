@@ -39,6 +39,14 @@ def recorder(tmp_path):
     return EpisodeRecorder(RecorderSettings(tmp_path / "out", world_model_checkpoint=str(checkpoint)))
 
 
+def test_an_episode_started_before_the_mode_arrived_takes_the_first_mode_seen(recorder):
+    recorder.start("wipe", "", 1_000, 0.0)  # /rynn/mode (transient local) not delivered yet
+    recorder.offer("/rynn/mode", STRING, serialized_mode(recorder, "real"), 1_500)
+    recorder.offer("/rynn/mode", STRING, serialized_mode(recorder, "digital"), 1_600)
+    summary = recorder.stop()
+    assert (summary["mode"], summary["modes_seen"]) == ("real", ["real", "digital"])
+
+
 def test_episode_bag_holds_latched_mode_counts_and_setup(recorder, tmp_path):
     recorder.offer("/rynn/mode", STRING, serialized_mode(recorder, "digital"), 5)  # long before the episode
     recorder.offer("/rynn/action", ACTION, serialized_action(recorder, 0.0, 0), 6)  # idle: not in any bag

@@ -88,9 +88,15 @@ class EpisodeBag:
         if not self.modes_seen or self.modes_seen[-1] != mode:
             self.modes_seen.append(mode)
 
+    @property
+    def mode(self) -> str:
+        """The mode at the start, or the first one seen when /rynn/mode had not arrived yet."""
+        return self.modes_seen[0] if self.modes_seen else self.setup.mode
+
     def summary(self, state: str) -> dict:
         return {
             **self.setup.as_dict(),
+            "mode": self.mode,
             "episode": self.path.name,
             "state": state,
             "modes_seen": list(self.modes_seen),
