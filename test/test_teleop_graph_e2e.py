@@ -172,7 +172,8 @@ def test_real_digital_real_behind_identical_topics_with_faults(ros_node, start_p
         assert wait_until(lambda: consumer.modes[-1:] == ["real"], 30.0, spin=spin), read_log(launcher)
         assert wait_until(lambda: consumer.frames_from("real", 0) >= 5, 60.0, spin=spin), read_log(launcher)
         accepted_before = robot.accepted()
-        assert wait_until(lambda: robot.accepted() > accepted_before + 50, 20.0, spin=spin)  # commands reach the robot
+        assert wait_until(lambda: robot.accepted() > accepted_before + 50, 60.0, spin=spin), (  # commands reach the robot
+            f"robot accepted {robot.accepted() - accepted_before} new commands\n{read_log(launcher)[-4000:]}")
         assert wait_until(lambda: len(consumer.joint_states) > 20, 10.0, spin=spin)
         assert wait_until(lambda: set(consumer.joint_states[-10:]) <= robot.positions(), 10.0, spin=spin)  # measured state
 
