@@ -63,12 +63,20 @@ fi
 step "colcon build: rynn_teleop_msgs, rynn_retarget, rynn_world, rynn_robot_bridge"
 (cd "$ROOT" && "${COLCON[@]}" --base-paths src --build-base "$ROOT/build") || die "colcon build failed (see log/latest_build)"
 
+step "Point the venv's Python at its own ament index (no setup.bash to source)"
+# A .pth line that starts with "import" runs at interpreter start: `.venv/bin/python -m ...` then finds
+# the packages' share/ directories (messages, config) exactly as a sourced workspace would.
+SITE=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo 'import os, sys; os.environ.setdefault("AMENT_PREFIX_PATH", sys.prefix)' > "$SITE/rynn_ament_prefix.pth"
+
 step "Check"
-"$PY" - <<'EOF' || die "the installed environment does not import (see above)"
+env -u AMENT_PREFIX_PATH "$PY" - <<'EOF' || die "the installed environment does not import (see above)"
 import rclpy, tf2_msgs.msg
 from rynn_teleop_msgs.msg import RobotAction, BimanualSkeleton, TeleopStatus
 from rynn_teleop_msgs.srv import SetMode
 import rynn_retarget, rynn_world, rynn_robot_bridge
+from ament_index_python.packages import get_package_share_directory
+get_package_share_directory("rynn_teleop_msgs")
 print("rclpy, rynn_teleop_msgs, tf2_msgs and the three Python packages import")
 EOF
 printf '\nSetup done. Run the tests with: make test\n'

@@ -1,5 +1,7 @@
-"""The setup's system step names a Debian package it cannot install."""
+"""The setup: its system step names a Debian package it cannot install; the venv it builds runs the
+suite's modules without sourcing a ROS setup file."""
 
+import os
 import subprocess
 
 from ros_test_tools import REPO_ROOT
@@ -22,3 +24,15 @@ def test_uninstallable_package_is_named_in_the_error():
     assert result.returncode != 0
     assert "rynn-no-such-package-xyz" in result.stderr and "apt-get install" in result.stderr
     assert "bash" not in result.stderr.split("packages:")[-1].split("(")[0]
+
+
+def test_venv_python_finds_the_installed_packages_without_sourcing_anything():
+    """`.venv/bin/python -m rynn_robot_bridge.episodes.generate` (README) needs the ament index
+    without a setup.bash: the venv's .pth points AMENT_PREFIX_PATH at the venv itself."""
+    env = {k: v for k, v in os.environ.items() if k not in ("AMENT_PREFIX_PATH", "PYTHONPATH")}
+    code = ("import sys; from rynn_robot_bridge.episodes.bag_writer import teleop_msg_dir; "
+            "print(teleop_msg_dir().relative_to(sys.prefix))")
+    result = subprocess.run([str(REPO_ROOT / ".venv" / "bin" / "python"), "-c", code], capture_output=True, text=True,
+                            timeout=120, env=env, cwd="/")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "share/rynn_teleop_msgs/msg"
