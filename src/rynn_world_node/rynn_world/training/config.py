@@ -28,6 +28,8 @@ class OptimConfig:
     weight_decay: float = 0.0
     betas: tuple[float, float] = (0.9, 0.999)
     max_grad_norm: float = 1.0
+    decay: str = "constant"  # after warm-up: "constant" (the paper) or "cosine" (short from-scratch runs)
+    final_lr_ratio: float = 0.01  # cosine: the learning rate at the last step, as a fraction of lr
 
 
 @dataclass

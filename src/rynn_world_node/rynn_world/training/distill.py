@@ -24,7 +24,7 @@ from .datasets import build_latent_dataset, sample_batch
 from .ema import EMA
 from .export import load_or_build_transformer, load_vae, save_world_model
 from .lora import export_transformer
-from .loop import TrainingLoop, adamw, average_gradients, make_accelerator, step_generator, warmup_constant_schedule
+from .loop import TrainingLoop, adamw, average_gradients, make_accelerator, step_generator, lr_schedule
 from .losses import dmd_generator_loss, flow_matching_loss, sample_sigmas
 
 
@@ -47,7 +47,9 @@ def distill(cfg: DistillConfig, resume: str | None = "latest") -> Path:
         "generator": adamw(student.parameters(), cfg.optim, cfg.generator_lr),
         "critic": adamw(critic.parameters(), cfg.optim, cfg.critic_lr),
     }
-    schedulers = {n: warmup_constant_schedule(o, cfg.optim.warmup_steps) for n, o in optimizers.items()}
+    total = {"warmup": cfg.warmup_steps, "generator": cfg.dmd_steps,
+             "critic": cfg.dmd_steps * cfg.critic_updates_per_generator}
+    schedulers = {n: lr_schedule(o, cfg.optim, total[n]) for n, o in optimizers.items()}
     for name in optimizers:
         optimizers[name] = accelerator.prepare(optimizers[name])
     emas = {"student": EMA(student.named_parameters(), cfg.ema_decay)} if cfg.ema_decay else {}

@@ -27,9 +27,20 @@ def make_accelerator(run: RunConfig) -> Accelerator:
     return Accelerator(mixed_precision=mixed, cpu=not torch.cuda.is_available())
 
 
-def warmup_constant_schedule(optimizer: torch.optim.Optimizer, warmup_steps: int):
-    """Linear warm-up over `warmup_steps` (200 in the paper), then constant."""
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / max(1, warmup_steps)))
+def lr_schedule(optimizer: torch.optim.Optimizer, optim: OptimConfig, total_steps: int):
+    """Linear warm-up over `optim.warmup_steps` (200 in the paper), then constant, or with
+    decay="cosine" a half-cosine down to `final_lr_ratio` x lr at `total_steps`."""
+    if optim.decay not in ("constant", "cosine"):
+        raise ValueError(f"optim.decay must be 'constant' or 'cosine', got {optim.decay!r}")
+    warmup = max(1, optim.warmup_steps)
+
+    def factor(step: int) -> float:
+        if step + 1 < warmup or optim.decay == "constant":
+            return min(1.0, (step + 1) / warmup)
+        progress = min(1.0, (step + 1 - warmup) / max(1, total_steps - warmup))
+        return optim.final_lr_ratio + (1.0 - optim.final_lr_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
 def adamw(parameters, optim: OptimConfig, lr: float | None = None) -> torch.optim.Optimizer:

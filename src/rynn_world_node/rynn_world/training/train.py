@@ -19,7 +19,7 @@ from .ema import EMA
 from .export import load_or_build_transformer, load_vae, save_world_model
 from .lora import add_lora, export_transformer, trainable_named_parameters
 from .losses import flow_matching_loss, sample_sigmas
-from .loop import TrainingLoop, adamw, make_accelerator, step_generator, warmup_constant_schedule
+from .loop import TrainingLoop, adamw, make_accelerator, step_generator, lr_schedule
 
 
 def build_trainable(cfg: TrainConfig, device):
@@ -45,7 +45,7 @@ def train(cfg: TrainConfig, resume: str | None = "latest") -> Path:
     torch.manual_seed(cfg.run.seed)
     model, ema = build_trainable(cfg, device)
     optimizer = adamw(model.parameters(), cfg.optim)
-    scheduler = warmup_constant_schedule(optimizer, cfg.optim.warmup_steps)
+    scheduler = lr_schedule(optimizer, cfg.optim, cfg.run.steps)
     model, optimizer = accelerator.prepare(model, optimizer)
     emas = {"model": ema} if ema is not None else {}
     loop = TrainingLoop(cfg.run, accelerator, {"model": model}, {"model": optimizer}, {"model": scheduler}, emas,

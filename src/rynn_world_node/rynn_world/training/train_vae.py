@@ -20,7 +20,7 @@ from ..model.vae import StreamingVAEEncoder, rgb_to_tensor
 from .config import VAETrainConfig, run_from_command_line
 from .datasets import build_clip_dataset
 from .export import load_vae, save_world_model
-from .loop import TrainingLoop, adamw, average_gradients, make_accelerator, step_generator, warmup_constant_schedule
+from .loop import TrainingLoop, adamw, average_gradients, make_accelerator, step_generator, lr_schedule
 
 
 def random_crop(video: torch.Tensor, crop: tuple[int, int] | None, generator: torch.Generator) -> torch.Tensor:
@@ -69,7 +69,7 @@ def train_vae(cfg: VAETrainConfig, resume: str | None = "latest") -> Path:
     torch.manual_seed(cfg.run.seed)
     vae = load_vae(model_config, cfg.init_checkpoint).train()
     optimizer = adamw(vae.parameters(), cfg.optim)
-    scheduler = warmup_constant_schedule(optimizer, cfg.optim.warmup_steps)
+    scheduler = lr_schedule(optimizer, cfg.optim, cfg.run.steps)
     vae = vae.to(accelerator.device)
     optimizer = accelerator.prepare(optimizer)
     loop = TrainingLoop(cfg.run, accelerator, {"vae": vae}, {"vae": optimizer}, {"vae": scheduler}, name="vae")
