@@ -11,7 +11,8 @@ import yaml
 from rosbags.rosbag2 import Reader
 
 from rynn_retarget.description import default_urdf_path
-from rynn_robot_bridge.recording.metadata import SIDECAR_NAME, checkpoint_sha256, file_sha256
+from rynn_robot_bridge.recording.metadata import (PACKAGED_PREFIX, SIDECAR_NAME, EpisodeSetup, checkpoint_sha256,
+                                                  file_sha256)
 from rynn_robot_bridge.recording.recorder import EpisodeRecorder, RecorderError, RecorderSettings
 from rynn_robot_bridge.recording.recover import find_incomplete, main as recover_main, recover_episode
 from rynn_robot_bridge.recording.settings import load_recorder_settings, parse_topic
@@ -143,3 +144,18 @@ def test_config_file_and_topic_entries(tmp_path):
     assert checkpoint_sha256("") == "none"
     with pytest.raises(FileNotFoundError):
         checkpoint_sha256(tmp_path / "missing")
+
+
+def test_without_a_checkpoint_the_packaged_default_of_the_model_config_is_recorded(tmp_path):
+    from rynn_world.checkpoints import packaged_checkpoint
+
+    packaged = packaged_checkpoint("embedded_cpu")
+    assert packaged is not None, "rynn_world ships a default checkpoint for embedded_cpu"
+    setup = EpisodeSetup.create("t", "op", "digital", "", "", 1, model_config="embedded_cpu")
+    assert setup.world_model_checkpoint == PACKAGED_PREFIX + str(packaged)
+    assert setup.world_model_checkpoint_sha256 == checkpoint_sha256(packaged) != "none"
+    # a config that ships nothing (the unit-test one) records "none"; a given checkpoint wins
+    none = EpisodeSetup.create("t", "op", "digital", "", "", 1, model_config="tiny")
+    assert (none.world_model_checkpoint, none.world_model_checkpoint_sha256) == ("none", "none")
+    given = EpisodeSetup.create("t", "op", "digital", "", str(tmp_path), 1, model_config="embedded_cpu")
+    assert given.world_model_checkpoint == str(tmp_path)

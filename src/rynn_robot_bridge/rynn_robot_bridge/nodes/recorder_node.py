@@ -62,6 +62,7 @@ class RecorderNode(Node):
             output_dir=Path(param["output_dir"]).expanduser().resolve(), mode_topic=param["mode_topic"],
             latched_topics=tuple(param["latched_topics"]), flush_period_s=float(param["flush_period_s"]),
             urdf_path=param["urdf_path"], world_model_checkpoint=param["world_model_checkpoint"],
+            world_model_config=param["world_model_config"],
         ))
         self.stats = PipelineStats()
         self._lock = threading.Lock()  # services, timers and callbacks share the recorder

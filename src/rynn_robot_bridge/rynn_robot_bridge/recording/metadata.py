@@ -14,6 +14,7 @@ from pathlib import Path
 from rynn_retarget.description import resolve_urdf_path
 
 NO_CHECKPOINT = "none"
+PACKAGED_PREFIX = "packaged default: "
 SIDECAR_NAME = "episode_info.json"  # next to metadata.yaml; rewritten at every flush, so it survives a crash
 
 
@@ -41,6 +42,19 @@ def checkpoint_sha256(path: str | Path | None) -> str:
     return digest.hexdigest()
 
 
+def resolve_checkpoint(checkpoint: str, model_config: str) -> str:
+    """The checkpoint the world-model node loads: the given one, else rynn_world's packaged
+    default for `model_config` (when rynn_world is installed and ships one), else ""."""
+    if checkpoint:
+        return checkpoint
+    try:
+        from rynn_world.checkpoints import packaged_checkpoint
+    except ImportError:  # a real-robot-only install without the world-model package
+        return ""
+    path = packaged_checkpoint(model_config) if model_config else None
+    return str(path) if path else ""
+
+
 @dataclass(frozen=True)
 class EpisodeSetup:
     """The part of an episode's metadata fixed before its first message."""
@@ -55,12 +69,15 @@ class EpisodeSetup:
     start_time_ns: int
 
     @classmethod
-    def create(cls, task: str, operator_id: str, mode: str, urdf_path: str, checkpoint: str, start_time_ns: int):
+    def create(cls, task: str, operator_id: str, mode: str, urdf_path: str, checkpoint: str, start_time_ns: int,
+               model_config: str = ""):
         urdf = resolve_urdf_path(urdf_path or None)
+        resolved = resolve_checkpoint(checkpoint, model_config)
+        described = resolved if checkpoint or not resolved else PACKAGED_PREFIX + resolved
         return cls(
             task=task, operator_id=operator_id, mode=mode, robot_description=str(urdf),
-            robot_description_sha256=file_sha256(urdf), world_model_checkpoint=str(checkpoint or NO_CHECKPOINT),
-            world_model_checkpoint_sha256=checkpoint_sha256(checkpoint), start_time_ns=int(start_time_ns),
+            robot_description_sha256=file_sha256(urdf), world_model_checkpoint=described or NO_CHECKPOINT,
+            world_model_checkpoint_sha256=checkpoint_sha256(resolved), start_time_ns=int(start_time_ns),
         )
 
     def as_dict(self) -> dict:

@@ -3,28 +3,16 @@
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
 import torch
 from diffusers import AutoencoderKLWan
 
 from rynn_retarget.description import D435I_COLOR
+from rynn_world.checkpoints import packaged_checkpoint
 from rynn_world.model.configs import WorldModelConfig
 from rynn_world.model.weights import load_transformer
 from rynn_world.streaming import StreamingWorldModel
-
-PACKAGED_CHECKPOINTS = "rynn_world.checkpoints"
-
-
-def default_checkpoint(config: WorldModelConfig) -> Path | None:
-    """The checkpoint shipped with the package for ``config``, if there is one."""
-    try:
-        path = Path(str(resources.files(PACKAGED_CHECKPOINTS).joinpath(config.name)))
-    except ModuleNotFoundError:
-        return None
-    return path if (path / "transformer").is_dir() else None
-
 
 def load_streaming_model(
     config: WorldModelConfig, checkpoint: str, device: str, seed: int = 0
@@ -32,7 +20,7 @@ def load_streaming_model(
     """(model, description). A checkpoint directory holds ``transformer/`` and ``vae/`` in
     diffusers layout; a missing or mismatched one raises an error that names what is wrong."""
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
-    path = Path(checkpoint).expanduser() if checkpoint else default_checkpoint(config)
+    path = Path(checkpoint).expanduser() if checkpoint else packaged_checkpoint(config.name)
     if path is None:
         model = StreamingWorldModel(config, intrinsics=D435I_COLOR, device=device, dtype=dtype, seed=seed)
         return model, (
@@ -46,4 +34,4 @@ def load_streaming_model(
     model = StreamingWorldModel(
         config, transformer=transformer, vae=vae, intrinsics=D435I_COLOR, device=device, dtype=dtype, seed=seed
     )
-    return model, f"checkpoint {path}"
+    return model, (f"checkpoint {path}" if checkpoint else f"packaged default checkpoint {path} (model card: {path / 'MODEL_CARD.md'})")
