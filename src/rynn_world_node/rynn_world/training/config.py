@@ -74,6 +74,7 @@ class VAETrainConfig:
     clip_frames: int = 5
     crop: tuple[int, int] | None = None  # (h, w) random crops; the VAE is fully convolutional
     kl_weight: float = 1e-6
+    sample_posterior: bool = True  # False: decode the posterior mean (a plain autoencoder; converges faster)
     skeleton_fraction: float = 0.3  # share of batches that are skeleton renders (the control input)
     data: DataConfig = field(default_factory=DataConfig)
     optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=1e-3, warmup_steps=50))

@@ -32,10 +32,14 @@ def random_crop(video: torch.Tensor, crop: tuple[int, int] | None, generator: to
     return video[..., top: top + crop[0], left: left + crop[1]]
 
 
-def vae_loss(vae: AutoencoderKLWan, video: torch.Tensor, kl_weight: float, generator: torch.Generator) -> tuple[torch.Tensor, dict]:
+def vae_loss(vae: AutoencoderKLWan, video: torch.Tensor, kl_weight: float, generator: torch.Generator,
+             sample_posterior: bool = True) -> tuple[torch.Tensor, dict]:
     posterior = vae.encode(video).latent_dist
-    noise = torch.randn(posterior.mean.shape, generator=generator, device=video.device, dtype=video.dtype)
-    reconstruction = vae.decode(posterior.mean + posterior.std * noise).sample
+    latents = posterior.mean
+    if sample_posterior:
+        noise = torch.randn(posterior.mean.shape, generator=generator, device=video.device, dtype=video.dtype)
+        latents = latents + posterior.std * noise
+    reconstruction = vae.decode(latents).sample
     l1 = (reconstruction - video).abs().mean()
     kl = posterior.kl().mean() / posterior.mean[0].numel()
     return l1 + kl_weight * kl, {"l1": float(l1), "kl": float(kl)}
@@ -87,7 +91,7 @@ def train_vae(cfg: VAETrainConfig, resume: str | None = "latest") -> Path:
             videos.append(random_crop(rgb_to_tensor(pixels), cfg.crop, generator))
         video = torch.cat(videos).to(device)
         with accelerator.autocast():
-            loss, parts = vae_loss(vae, video, cfg.kl_weight, generator)
+            loss, parts = vae_loss(vae, video, cfg.kl_weight, generator, cfg.sample_posterior)
         accelerator.backward(loss)
         average_gradients(vae, accelerator)
         accelerator.clip_grad_norm_(vae.parameters(), cfg.optim.max_grad_norm)
