@@ -2,7 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup build test test-fast bench demo clean
+.PHONY: setup build test test-fast bench demo train-default clean
 
 setup:  ## create .venv, install pinned deps and Debian packages, colcon-build everything
 	bash scripts/setup.sh
@@ -18,6 +18,9 @@ test-fast:  ## only the ROS-free unit tests (no DDS processes)
 
 bench:  ## every benchmark script; each prints its figures
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+train-default:  ## reproduce the shipped embedded_cpu world model and its card (~1.5 h on 2 cores)
+	PY=$(PY) bash scripts/train_default_model.sh
 
 clean:
 	rm -rf build log

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Reproduce the shipped embedded_cpu world model from nothing (about 1.5 h on two CPU cores):
+# paired sim episodes, VAE (frames, then clips), stage-2 CFM teacher, causal warm-up + DMD,
+# held-out evaluation, and packaging into rynn_world/checkpoints/embedded_cpu with its model card.
+# Every step resumes from its latest checkpoint if interrupted; outputs go to outputs/embedded_cpu.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+PY=${PY:-.venv/bin/python}
+RECIPE=(config/train_vae_images_cpu.yaml config/train_vae_cpu.yaml config/train_stage2_cpu.yaml
+        config/distill_cpu.yaml config/eval_cpu.yaml)
+
+"$PY" -m rynn_robot_bridge.episodes.generate --episodes 13 --seed 6 --out data/sim_episodes_208x128 \
+  --width 208 --height 128 --duration 4
+"$PY" -m rynn_world.training.train_vae --config config/train_vae_images_cpu.yaml
+"$PY" -m rynn_world.training.train_vae --config config/train_vae_cpu.yaml
+"$PY" -m rynn_world.training.train --config config/train_stage2_cpu.yaml
+"$PY" -m rynn_world.training.distill --config config/distill_cpu.yaml
+"$PY" -m rynn_world.evaluation.evaluate --config config/eval_cpu.yaml
+"$PY" -m rynn_world.training.package_default --config embedded_cpu --checkpoint outputs/embedded_cpu/distill/final \
+  --evaluation outputs/embedded_cpu/eval/results.json --method student --recipe "${RECIPE[@]}"
