@@ -72,7 +72,7 @@ def test_packaging_copies_the_checkpoint_and_writes_the_card_from_the_evaluation
     results = json.loads((tmp_path / "eval" / "results.json").read_text())["summary"]
     assert f"{results['methods']['student']['all']['psnr']:.2f}" in card
     assert f"python -m rynn_world.evaluation.evaluate --config {recipe}" in card
-    assert ("Verdict: beats" in card) == (results["methods"]["student"]["all"]["psnr"] >
+    assert ("Verdict: meets" in card) == (results["methods"]["student"]["all"]["psnr"] >
                                           results["methods"]["copy_reference"]["all"]["psnr"] and
                                           results["methods"]["student"]["all"]["ssim"] >
                                           results["methods"]["copy_reference"]["all"]["ssim"] and

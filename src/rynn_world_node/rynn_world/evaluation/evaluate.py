@@ -42,6 +42,7 @@ class EvalConfig:
     max_clips_per_task: int | None = None
     lpips_weights: str | None = None
     i3d_weights: str | None = None
+    grounding_method: str | None = None  # whose action grounding is measured; default: student, else the first given
     output_dir: str = "outputs/eval"
     seed: int = 0
     num_threads: int | None = None
@@ -69,6 +70,8 @@ def evaluate(cfg: EvalConfig) -> dict:
         raise ValueError("give at least one of teacher_checkpoint / student_checkpoint / student_no_dmd_checkpoint")
     vae = load_vae(config, vae_source)
     models = {name: load_or_build_transformer(config, path).eval() for name, path in checkpoints.items() if path}
+    if cfg.grounding_method and cfg.grounding_method not in models:
+        raise ValueError(f"grounding_method {cfg.grounding_method!r} has no checkpoint; given: {sorted(models)}")
     clips = build_clip_dataset(cfg.data, config)
     # one clip per episode (its first), so the grounding swap pairs different episodes
     firsts = [i for i, (_, start) in enumerate(clips.items) if start == 0]
@@ -95,7 +98,7 @@ def evaluate(cfg: EvalConfig) -> dict:
         for name, video in videos.items():
             row[name] = {"psnr": psnr(video, truth), "ssim": ssim(video, truth), "lpips": lpips(video, truth)}
             fvd[name].add(video, truth)
-        grounded = "student" if "student" in models else next(iter(models))
+        grounded = cfg.grounding_method or ("student" if "student" in models else next(iter(models)))
         other = chosen[(n + 1) % len(chosen)]
         if len(chosen) > 1:
             mismatched = decode(vae, student_latents(models[grounded], config, latents[:, :, :1],

@@ -55,14 +55,15 @@ def _beats_copy_reference(summary: dict, method: str) -> tuple[bool, str]:
                 f"{gap.get('psnr_gap', float('nan')):+.2f} dB PSNR, {gap.get('ssim_gap', float('nan')):+.4f} SSIM")
 
 
-def model_card(config_name: str, checkpoint: Path, results: dict, method: str, recipe: list[Path]) -> str:
+def model_card(config_name: str, checkpoint: Path, results: dict, method: str, recipe: list[Path],
+               data_command: str = "") -> str:
     config = get_config(config_name)
     transformer = load_or_build_transformer(config, str(checkpoint))
     vae = load_vae(config, str(checkpoint))
     data = results["config"]["data"]
     ok, verdict = _beats_copy_reference(results["summary"], method)
-    steps = "\n".join(f"{i}. `{command}` ({path})" for i, (command, path) in enumerate(
-        ((_command_for(p), p) for p in recipe), start=1))
+    commands = ([data_command] if data_command else []) + [_command_for(p) for p in recipe]
+    steps = "\n".join(f"{i}. `{command}`" for i, command in enumerate(commands, start=1))
     return f"""# `{config_name}`: the default world model shipped with rynn_world
 
 Loaded by `world_model_node` when no `checkpoint:=` is given (`model_config:={config_name}`).
@@ -88,8 +89,8 @@ Stage 1 (human egocentric video) was skipped: no EgoDex/VITRA data is reachable 
 
 ## Held-out evaluation (first {data['clip_frames']} frames of each held-out episode; frame 0 is the given reference)
 {markdown_table(results['summary'])}
-Verdict: {'beats' if ok else 'does NOT beat'} copy-the-reference on PSNR and SSIM with a
-{'positive' if ok else 'non-positive'} action-grounding gap. {verdict}.
+Verdict: {'meets' if ok else 'does NOT meet'} the bar (beat copy-the-reference on PSNR and SSIM, positive
+action-grounding gap). {verdict}.
 
 ## Limits
 - Trained on {config.width}x{config.height} simulation only: the MuJoCo scenes' lighting, objects and the
@@ -116,12 +117,12 @@ def _command_for(config_path: Path) -> str:
 
 
 def package_default(config_name: str, checkpoint: Path, evaluation: Path, method: str, recipe: list[Path],
-                    target: Path | None = None) -> Path:
+                    target: Path | None = None, data_command: str = "") -> Path:
     """Copy `checkpoint` to `target` (default: the package's checkpoints/<config_name>) with its card."""
     results = json.loads(evaluation.read_text())
     if method not in results["summary"]["methods"]:
         raise ValueError(f"{evaluation} has no {method!r} rows; it has {sorted(results['summary']['methods'])}")
-    card = model_card(config_name, checkpoint, results, method, recipe)
+    card = model_card(config_name, checkpoint, results, method, recipe, data_command)
     target = CHECKPOINTS_DIR / config_name if target is None else Path(target)
     shutil.rmtree(target, ignore_errors=True)
     for part in ("transformer", "vae"):
@@ -137,8 +138,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--evaluation", required=True, type=Path, help="results.json of rynn_world.evaluation.evaluate")
     parser.add_argument("--method", default="student", help="the evaluation row this checkpoint is")
     parser.add_argument("--recipe", nargs="+", type=Path, required=True, help="the YAML configs, in the order run")
+    parser.add_argument("--data-command", default="", help="the command that made the training data, for the card")
     args = parser.parse_args(argv)
-    target = package_default(args.config, args.checkpoint, args.evaluation, args.method, args.recipe)
+    target = package_default(args.config, args.checkpoint, args.evaluation, args.method, args.recipe,
+                             data_command=args.data_command)
     print(f"packaged {args.checkpoint} as {target}; card: {target / 'MODEL_CARD.md'}")
 
 
