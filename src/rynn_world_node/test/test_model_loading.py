@@ -1,10 +1,13 @@
 """The node's model loading: a saved checkpoint reproduces the model that wrote it; a broken
-one is refused with the reason; without one the node says it runs on random weights."""
+one is refused with the reason; without one the node loads the packaged default of its config,
+or, for a config that ships none, says it runs on random weights."""
 
 import numpy as np
 import pytest
 import torch
+from safetensors.torch import load_file
 
+from rynn_world.checkpoints import packaged_checkpoint
 from rynn_world.model.configs import get_config
 from rynn_world.nodes.model_loading import load_streaming_model
 from rynn_world.streaming import StreamingWorldModel
@@ -45,3 +48,17 @@ def test_a_checkpoint_without_vae_is_refused_with_the_reason(tmp_path):
 def test_without_a_checkpoint_the_model_is_random_and_says_so():
     _, described = load_streaming_model(CONFIG, "", "cpu")
     assert described.startswith("random weights")
+
+
+def test_the_packaged_default_is_loaded_when_no_checkpoint_is_given():
+    config = get_config("embedded_cpu")
+    packaged = packaged_checkpoint("embedded_cpu")
+    assert packaged is not None and (packaged / "MODEL_CARD.md").is_file()
+    model, described = load_streaming_model(config, "", "cpu")
+    assert described.startswith(f"packaged default checkpoint {packaged}")
+    shipped = load_file(packaged / "transformer" / "diffusion_pytorch_model.safetensors")
+    loaded = model.transformer.state_dict()
+    assert set(shipped) <= set(loaded)
+    for name in ("control_scale", "control_patch_embedding.weight", "proj_out.weight"):
+        torch.testing.assert_close(loaded[name], shipped[name])
+    assert loaded["control_patch_embedding.weight"].abs().sum() > 0  # trained: zero at initialisation

@@ -1,0 +1,43 @@
+"""The shipped embedded_cpu model on simulated episodes it has never seen (a seed no training run
+used), through the project's own evaluation: it must beat copying the reference frame on PSNR and
+score better with the clip's own skeleton stream than with another episode's (it follows the
+action, it does not just repeat the scene). Beating copy-the-reference on SSIM too is the open
+part of issue #6; that test is a strict xfail, so it fails loudly once a better model ships."""
+
+import pytest
+
+from rynn_robot_bridge.episodes.generate import generate
+from rynn_robot_bridge.episodes.rollout import EpisodeSettings
+from rynn_robot_bridge.sim.scenes import TASKS
+from rynn_world.checkpoints import packaged_checkpoint
+from rynn_world.evaluation.evaluate import EvalConfig, evaluate
+from rynn_world.model.configs import get_config
+from rynn_world.training.config import DataConfig
+
+UNSEEN_SEED = 20261130  # the shipped model was trained on --seed 6
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    config = get_config("embedded_cpu")
+    packaged = packaged_checkpoint(config.name)
+    assert packaged is not None, "rynn_world ships embedded_cpu weights"
+    out = tmp_path_factory.mktemp("default_model")
+    settings = EpisodeSettings(duration_s=1.1, fps=config.fps, image_width=config.width, image_height=config.height)
+    generate(out / "episodes", list(TASKS), 1, UNSEEN_SEED, settings, progress=False)
+    return evaluate(EvalConfig(
+        model=config.name, student_checkpoint=str(packaged), output_dir=str(out / "eval"), num_threads=2,
+        data=DataConfig(kind="robot_episodes", root=str(out / "episodes"), clip_frames=17, stride=16)))
+
+
+def test_the_shipped_model_beats_copying_the_reference_on_psnr_and_follows_the_action(report):
+    student, copied = report["methods"]["student"]["all"], report["methods"]["copy_reference"]["all"]
+    assert student["clips"] == len(TASKS)
+    assert student["psnr"] > copied["psnr"], report["methods"]
+    assert report["grounding"]["all"]["psnr_gap"] > 0, report["grounding"]
+
+
+@pytest.mark.xfail(strict=True, reason="issue #6 open: held-out SSIM 0.745 vs copy-the-reference 0.782")
+def test_the_shipped_model_beats_copying_the_reference_on_ssim(report):
+    assert report["methods"]["student"]["all"]["ssim"] > report["methods"]["copy_reference"]["all"]["ssim"]
