@@ -1,17 +1,24 @@
-"""Pose-to-image latency in digital mode, per stage, and the 200 Hz command jitter, on the real graph.
+"""The default graph in real time: canonical FPS and frame age in digital then real mode, CPU of every process.
 
-Starts config/teleop_graph.yaml through the embedded launcher in digital mode
-(synthetic operator, retarget, world model, bridge, simulated robot as the
-reference camera) and measures, from this process over DDS:
+One run starts config/teleop_graph.yaml through the embedded launcher exactly as
+a user would (synthetic operator at its nominal rates, retarget at 200 Hz, bridge,
+recorder on and recording an episode, world model ``embedded_cpu`` with its
+packaged checkpoint, the simulated robot as the real robot and camera), then
+measures from this separate process over DDS:
 
-* operator sample -> /tf received            (tracker node, one hop)
-* operator sample -> skeleton received       (+ retarget node: IK, skeleton in the camera frame)
-* world-model step stages                    (render/encode/DiT/decode, from its /rynn/status)
-* operator sample -> world-model image       (private digital topic; image stamp = its skeleton's sample)
-* operator sample -> canonical image         (after the bridge relay), and the relay itself per frame
-* /rynn/action inter-arrival (retarget 200 Hz loop) and the bridge's 200 Hz command-cycle period
+* the canonical camera stream ``/camera/camera/color/image_raw``: frames per second
+  and frame age (arrival wall time - header stamp), p50/p99, in digital mode, then
+  (after ``/rynn/set_mode``) in real mode;
+* the 200 Hz command stream: ``/rynn/action`` inter-arrival here and the bridge's LCM
+  command-cycle period (its ``/rynn/status``);
+* the CPU share (% of one core, psutil) of every graph process over each window, and
+  the sum of everything that is not the world model or the simulated robot.
 
-    .venv/bin/python benchmarks/bench_digital_latency.py [--seconds 20] [--model-config embedded_cpu] [--width 640 --height 480]
+    .venv/bin/python benchmarks/bench_digital_latency.py [--seconds 20] [--warmup 8] [launch arguments name:=value ...]
+
+e.g. ``compose:=false`` runs every node as its own process (see config/teleop_graph.yaml).
+The machine line says how loaded the machine was: the figures are only comparable
+between runs on the same, equally loaded machine.
 """
 
 from __future__ import annotations
@@ -27,10 +34,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+import psutil
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = [REPO / "src" / p for p in ("rynn_retarget", "rynn_world_node", "rynn_robot_bridge")]
@@ -39,12 +46,18 @@ os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(101, 200)))
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
 
+STARTED = re.compile(r"\[rynn_launch\] started (\S+) \(pid (\d+)")
+ALL_UP = re.compile(r"\[rynn_launch\] all \d+ nodes up")
+# Processes whose CPU the issue-12 budget (<= 35 % of one core) does not count.
+NOT_BUDGETED = ("world_model", "sim_robot")
+
 
 def machine_info() -> str:
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())
-    return (f"{cpu}, {os.cpu_count()} cores, load avg {os.getloadavg()[0]:.2f}; Python {platform.python_version()}, "
-            f"{os.environ['RMW_IMPLEMENTATION']}, {platform.platform()}")
+    load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
+    return (f"{cpu}, {os.cpu_count()} cores, load avg {load} (shared machine: other work may run); "
+            f"Python {platform.python_version()}, {os.environ['RMW_IMPLEMENTATION']}, {platform.platform()}")
 
 
 def free_lcm_url() -> str:
@@ -53,159 +66,198 @@ def free_lcm_url() -> str:
         return f"udpm://239.255.76.67:{probe.getsockname()[1]}?ttl=0"
 
 
-def start_graph(options, log_dir: Path) -> tuple[subprocess.Popen, Path]:
+def launch_command(arguments: list[str], log_dir: Path) -> list[str]:
+    defaults = {"mode": "digital", "source": "synthetic", "record": "true", "record_dir": str(log_dir / "bags"),
+                "lcm_url": free_lcm_url()}
+    given = {item.partition(":=")[0] for item in arguments}
+    chosen = [f"{name}:={value}" for name, value in defaults.items() if name not in given] + arguments
+    return [sys.executable, "-m", "rynn_world.launcher", *chosen, "--log-dir", str(log_dir),
+            "--set", "rynn_bridge.status_rate_hz=2.0"]
+
+
+def start_graph(command: list[str], log_dir: Path) -> tuple[subprocess.Popen, Path]:
     output = log_dir / "launcher.out"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([*map(str, SOURCES), os.environ.get("PYTHONPATH", "")])}
-    launcher = subprocess.Popen(
-        [sys.executable, "-m", "rynn_world.launcher", "mode:=digital", "source:=synthetic",
-         f"model_config:={options.model_config}", f"camera_width:={options.width}", f"camera_height:={options.height}",
-         f"lcm_url:={free_lcm_url()}", "--log-dir", str(log_dir), "--set", "rynn_bridge.status_rate_hz=2.0"],
-        stdout=output.open("w"), stderr=subprocess.STDOUT, env=env, cwd=REPO,
-    )
-    deadline = time.monotonic() + 240
-    while not re.search(r"\[rynn_launch\] all \d+ nodes up", output.read_text()):
+    launcher = subprocess.Popen(command, stdout=output.open("w"), stderr=subprocess.STDOUT, env=env, cwd=REPO)
+    deadline = time.monotonic() + 300
+    while not ALL_UP.search(output.read_text()):
         if launcher.poll() is not None or time.monotonic() > deadline:
-            sys.exit(f"the graph did not come up; see {output}")
+            sys.exit(f"the graph did not come up; see {output}:\n{output.read_text()[-3000:]}")
         time.sleep(0.2)
     return launcher, output
 
 
-class Probe:
-    """Subscribes to every stage's output and keeps receive-time latencies (seconds) per stage."""
+class CpuMeter:
+    """CPU seconds of each graph process (itself, not its children) between ``start()`` and ``shares()``."""
+
+    def __init__(self, processes: dict[str, int]):
+        self.processes = {name: psutil.Process(pid) for name, pid in processes.items()}
+        self._start: dict[str, float] = {}
+        self._started_at = 0.0
+
+    @staticmethod
+    def _seconds(process: psutil.Process) -> float:
+        try:
+            times = process.cpu_times()
+            return times.user + times.system
+        except psutil.NoSuchProcess:
+            return float("nan")
+
+    def start(self) -> None:
+        self._started_at = time.monotonic()
+        self._start = {name: self._seconds(process) for name, process in self.processes.items()}
+
+    def shares(self) -> dict[str, float]:
+        """Percent of one core per process over the window."""
+        elapsed = time.monotonic() - self._started_at
+        return {name: 100.0 * (self._seconds(process) - self._start[name]) / elapsed
+                for name, process in self.processes.items()}
+
+
+class CanonicalProbe:
+    """The independent subscriber: canonical frames (arrival - stamp), /rynn/action arrivals, node status."""
 
     def __init__(self, node):
         from rclpy.qos import QoSProfile, ReliabilityPolicy
-        from rynn_teleop_msgs.msg import BimanualSkeleton, RobotAction, TeleopStatus
+        from rynn_teleop_msgs.msg import RobotAction, TeleopStatus
         from sensor_msgs.msg import Image
-        from tf2_msgs.msg import TFMessage
 
-        self.node = node
-        self.measuring = False
-        self.latency: dict[str, list[float]] = defaultdict(list)
-        self.private_received: dict[int, float] = {}
+        self.ages: list[float] = []
         self.action_arrivals: list[float] = []
         self.status: dict[str, object] = {}
-        reliable = QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE)
-        node.create_subscription(TFMessage, "/tf", self._on_tf, QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
-        node.create_subscription(BimanualSkeleton, "/rynn/operator/skeleton_camera", self._stamped("skeleton"), reliable)
-        node.create_subscription(Image, "/rynn/digital/camera/color/image_raw", self._on_private_image, reliable)
-        node.create_subscription(Image, "/camera/camera/color/image_raw", self._on_canonical_image, reliable)
-        node.create_subscription(RobotAction, "/rynn/action", self._on_action, QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE))
+        self.frames_seen = 0
+        self.measuring = False
+        node.create_subscription(Image, "/camera/camera/color/image_raw", self._on_image,
+                                 QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE))
+        node.create_subscription(RobotAction, "/rynn/action", self._on_action,
+                                 QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE))
         node.create_subscription(TeleopStatus, "/rynn/status", lambda msg: self.status.__setitem__(msg.source, msg), 20)
 
-    def _now(self) -> float:
-        return time.time()
-
-    def _age(self, header) -> float:
-        return self._now() - (header.stamp.sec + header.stamp.nanosec * 1e-9)
-
-    def _stamped(self, stage: str):
-        def record(msg):
-            if self.measuring:
-                self.latency[stage].append(self._age(msg.header))
-        return record
-
-    def _on_tf(self, msg):
-        if self.measuring and msg.transforms:
-            self.latency["tf"].append(self._age(msg.transforms[0].header))
-
-    def _on_private_image(self, msg):
-        stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
-        self.private_received[stamp] = self._now()
+    def _on_image(self, msg) -> None:
+        arrived = time.time()
+        self.frames_seen += 1
         if self.measuring:
-            self.latency["world_model_image"].append(self._age(msg.header))
+            self.ages.append(arrived - (msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9))
 
-    def _on_canonical_image(self, msg):
-        now = self._now()
-        if not self.measuring:
-            return
-        self.latency["canonical_image"].append(self._age(msg.header))
-        private = self.private_received.pop(msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec, None)
-        if private is not None:
-            self.latency["bridge_relay"].append(now - private)
-
-    def _on_action(self, _msg):
+    def _on_action(self, _msg) -> None:
         if self.measuring:
             self.action_arrivals.append(time.monotonic())
 
-
-def percentiles(values) -> str:
-    values = np.asarray(values) * 1e3
-    return f"p50 {np.percentile(values, 50):7.1f}  p90 {np.percentile(values, 90):7.1f}  p99 {np.percentile(values, 99):7.1f} ms  (n={len(values)})"
+    def reset(self) -> None:
+        self.ages, self.action_arrivals = [], []
 
 
-def report(probe: Probe, seconds: float, options) -> None:
-    print(f"\ndigital mode, model {options.model_config}, camera {options.width}x{options.height}, {seconds:.0f} s measured")
-    print("pose-to-image latency (operator sample stamp -> received in this process), cumulative:")
-    for stage, label in (("tf", "tracker -> /tf"), ("skeleton", "+ retarget -> skeleton"),
-                         ("world_model_image", "+ world model -> image published"), ("canonical_image", "+ bridge -> canonical topic")):
-        if probe.latency[stage]:
-            print(f"  {label:36s} {percentiles(probe.latency[stage])}")
-    world = probe.status.get("world_model_node")
-    if world is not None:
-        print("world-model stages (its /rynn/status, per step of several frames):")
-        for entry in world.latencies:
-            print(f"  {entry.stage:36s} p50 {entry.p50 * 1e3:7.1f}  p99 {entry.p99 * 1e3:7.1f} ms  (last {entry.last * 1e3:.1f})")
-        print(f"  frames published {world.outputs}, dropped inputs {world.dropped_inputs}, faults {list(world.faults) or 'none'}")
-    frames = len(probe.latency["canonical_image"])
-    print(f"canonical image rate: {frames / seconds:.1f} FPS")
-    if probe.latency["bridge_relay"]:
-        print(f"  {'bridge relay (private -> canonical)':36s} {percentiles(probe.latency['bridge_relay'])}")
-    arrivals = np.diff(probe.action_arrivals)
+def spin_for(executor, seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        executor.spin_once(timeout_sec=0.02)
+
+
+def call(executor, client, request, timeout: float = 30.0):
+    if not client.wait_for_service(timeout_sec=timeout):
+        sys.exit(f"service {client.srv_name} not available")
+    future = client.call_async(request)
+    end = time.monotonic() + timeout
+    while not future.done() and time.monotonic() < end:
+        executor.spin_once(timeout_sec=0.05)
+    if not future.done():
+        sys.exit(f"service {client.srv_name} did not answer")
+    return future.result()
+
+
+def measure(label: str, probe: CanonicalProbe, executor, cpu: CpuMeter, options) -> dict:
+    spin_for(executor, options.warmup)
+    probe.reset()
+    probe.measuring = True
+    cpu.start()
+    started = time.monotonic()
+    spin_for(executor, options.seconds)
+    elapsed = time.monotonic() - started
+    probe.measuring = False
+    return {"label": label, "seconds": elapsed, "ages": np.asarray(probe.ages), "actions": np.asarray(probe.action_arrivals),
+            "cpu": cpu.shares(), "status": dict(probe.status)}
+
+
+def report(window: dict) -> None:
+    ages, seconds = window["ages"] * 1e3, window["seconds"]
+    print(f"\n== {window['label']} mode, {seconds:.1f} s measured")
+    if ages.size:
+        print(f"  canonical image: {ages.size / seconds:5.1f} FPS; frame age p50 {np.percentile(ages, 50):6.1f} ms, "
+              f"p99 {np.percentile(ages, 99):6.1f} ms, max {ages.max():6.1f} ms (n={ages.size})")
+    else:
+        print("  canonical image: NO FRAMES")
+    arrivals = np.diff(window["actions"])
     if arrivals.size:
-        print("200 Hz command stream:")
-        print(f"  /rynn/action inter-arrival here       mean {arrivals.mean() * 1e3:.2f} ms ({1 / arrivals.mean():.0f} Hz), "
-              f"std {arrivals.std() * 1e3:.2f} ms, |dev from 5 ms| p99 {np.percentile(np.abs(arrivals - 0.005), 99) * 1e3:.2f} ms, "
-              f"max {arrivals.max() * 1e3:.1f} ms")
-    bridge = probe.status.get("rynn_bridge")
-    if bridge is not None:
-        for entry in bridge.latencies:
-            if entry.stage == "command_period":
-                print(f"  bridge LCM command cycle period       p50 {entry.p50 * 1e3:.2f}  p99 {entry.p99 * 1e3:.2f} ms")
-    print(f"machine: {machine_info()}")
+        deviation = np.abs(arrivals - 0.005) * 1e3
+        print(f"  /rynn/action here: {1 / arrivals.mean():5.0f} Hz, |period - 5 ms| p50 {np.percentile(deviation, 50):.2f} "
+              f"p99 {np.percentile(deviation, 99):.2f} ms, max gap {arrivals.max() * 1e3:.1f} ms")
+    bridge = window["status"].get("rynn_bridge")
+    for entry in getattr(bridge, "latencies", []):
+        if entry.stage == "command_period":
+            print(f"  bridge LCM command cycle period p50 {entry.p50 * 1e3:.2f}  p99 {entry.p99 * 1e3:.2f} ms")
+    world = window["status"].get("world_model_node")
+    if world is not None:
+        stages = ", ".join(f"{entry.stage} p50 {entry.p50 * 1e3:.0f}" for entry in world.latencies)
+        print(f"  world model (its status): {stages} ms; dropped inputs {world.dropped_inputs}")
+    print("  CPU, % of one core:")
+    budgeted = 0.0
+    for name, share in sorted(window["cpu"].items(), key=lambda item: -item[1]):
+        counted = not any(word in name for word in NOT_BUDGETED) and name != "this_probe"
+        budgeted += share if counted and name != "launcher" else 0.0
+        print(f"    {name:28s} {share:6.1f}{'' if counted else '   (not budgeted)'}")
+    print(f"    {'total':28s} {sum(window['cpu'].values()):6.1f}")
+    print(f"    {'operator+retarget+bridge+recorder':34s} {budgeted:6.1f}  (issue 12 budget: <= 35)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--warmup", type=float, default=5.0, help="seconds of frames before measuring")
-    parser.add_argument("--model-config", default="embedded_cpu")
-    parser.add_argument("--width", type=int, default=640)
-    parser.add_argument("--height", type=int, default=480)
+    parser.add_argument("arguments", nargs="*", metavar="name:=value", help="launch arguments for the graph")
+    parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds per mode")
+    parser.add_argument("--warmup", type=float, default=8.0, help="seconds after the graph is up / after a switch before measuring")
     options = parser.parse_args()
 
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
+    from rynn_teleop_msgs.srv import SetMode
+    from std_srvs.srv import Trigger
 
-    with tempfile.TemporaryDirectory(prefix="bench_digital_") as log_dir:
-        print(f"starting the graph (logs in {log_dir}) ...", flush=True)
-        launcher, output = start_graph(options, Path(log_dir))
+    with tempfile.TemporaryDirectory(prefix="bench_digital_") as tmp:
+        log_dir = Path(tmp)
+        command = launch_command(options.arguments, log_dir)
+        print(f"graph: {' '.join(command[1:])}\nmachine: {machine_info()}", flush=True)
+        launcher, output = start_graph(command, log_dir)
+        processes = {name: int(pid) for name, pid in STARTED.findall(output.read_text())}
+        processes["launcher"] = launcher.pid
+        processes["this_probe"] = os.getpid()
         rclpy.init()
         node = rclpy.create_node("bench_digital_latency")
         executor = SingleThreadedExecutor()
         executor.add_node(node)
-        probe = Probe(node)
+        probe = CanonicalProbe(node)
+        cpu = CpuMeter(processes)
+        windows = []
         try:
-            deadline = time.monotonic() + 120
-            while not probe.private_received:
-                if time.monotonic() > deadline:
-                    sys.exit(f"no world-model frames; see {output}")
+            recording = call(executor, node.create_client(Trigger, "/rynn/recorder/start"), Trigger.Request())
+            print(f"recorder: {recording.message}", flush=True)
+            deadline = time.monotonic() + 180
+            while probe.frames_seen == 0 and time.monotonic() < deadline:
                 executor.spin_once(timeout_sec=0.1)
-            print(f"frames flowing; warming up {options.warmup:g} s, measuring {options.seconds:g} s", flush=True)
-            end_warmup = time.monotonic() + options.warmup
-            while time.monotonic() < end_warmup:
-                executor.spin_once(timeout_sec=0.05)
-            probe.measuring = True
-            started = time.monotonic()
-            while time.monotonic() - started < options.seconds:
-                executor.spin_once(timeout_sec=0.05)
-            probe.measuring = False
-            report(probe, time.monotonic() - started, options)
+            if probe.frames_seen == 0:
+                sys.exit(f"no canonical frames; see {output}")
+            windows.append(measure("digital", probe, executor, cpu, options))
+            switched = call(executor, node.create_client(SetMode, "/rynn/set_mode"), SetMode.Request(mode=SetMode.Request.MODE_REAL))
+            print(f"set_mode real: {switched.success} {switched.message}", flush=True)
+            windows.append(measure("real", probe, executor, cpu, options))
+            call(executor, node.create_client(Trigger, "/rynn/recorder/stop"), Trigger.Request())
         finally:
             node.destroy_node()
             rclpy.shutdown()
             launcher.send_signal(signal.SIGINT)
-            launcher.wait(timeout=60)
+            launcher.wait(timeout=90)
+        for window in windows:
+            report(window)
+        print(f"\nprocesses: {', '.join(f'{name}={pid}' for name, pid in processes.items())}")
+        print(f"machine at the end: {machine_info()}")
 
 
 if __name__ == "__main__":
