@@ -14,6 +14,11 @@
 | no accepted frame for stale_after_s | caller holds its last target                | stale (episodes)     |
 | IK residual above threshold         | best in-limit IK solution used (clamped)    | unreachable_{side}   |
 
+``StampBound`` is the stamp check on its own. Node shells check each stream with it at
+ingress, against the receiver's clock: a stamp more than ``max_future_s`` ahead is
+rejected and never becomes the high-water mark, so one bad stamp cannot latch a stream
+(the retarget node counts these as ``tf_future_stamp`` / ``hands_future_stamp``).
+
 A tracker with no good pose yet makes that arm unusable (``arm_ready`` False)
 until one arrives; the pipeline then holds the arm's last command.
 """
@@ -34,6 +39,9 @@ class InputGuardConfig:
     stale_after_s: float = 0.1
     max_hand_extent_m: float = 0.35  # wrist-relative keypoints beyond this are garbage
     min_hand_confidence: float = 0.3  # mean keypoint confidence
+    # Stamps may lead the receiver's clock by this much (sender clock offset); a stamp further
+    # ahead is rejected, so a stream is held back by at most this long after any bad stamp.
+    max_future_s: float = 0.2
 
 
 COUNTER_NAMES = (
@@ -80,11 +88,34 @@ def is_rigid_pose(value) -> bool:
     )
 
 
+class StampBound:
+    """Stamps of one stream must advance and may not lie beyond ``max_future_s`` ahead of the
+    receiver's clock. Only a stamp within that bound becomes the high-water mark, so a message
+    stamped a day ahead is rejected on its own instead of making every later one look old."""
+
+    def __init__(self, max_future_s: float):
+        self.max_future_s = float(max_future_s)
+        self.last_stamp = float("-inf")
+
+    def check(self, stamp: float, clock_now: float | None) -> str | None:
+        """None if ``stamp`` is accepted (and becomes the high-water mark), else the reason:
+        ``nonfinite_stamp``, ``future_stamp`` or ``out_of_order``. ``clock_now`` is the receiver's clock in the
+        stamps' time base; None skips the future bound (stamps from a recording)."""
+        if not np.isfinite(stamp):
+            return "nonfinite_stamp"
+        if clock_now is not None and stamp > clock_now + self.max_future_s:
+            return "future_stamp"
+        if stamp <= self.last_stamp:
+            return "out_of_order"
+        self.last_stamp = float(stamp)
+        return None
+
+
 class InputGuard:
     def __init__(self, config: InputGuardConfig | None = None):
         self.config = config or InputGuardConfig()
         self.counters = {name: 0 for name in COUNTER_NAMES}
-        self._last_stamp: float | None = None
+        self._stamps = StampBound(self.config.max_future_s)
         self._last_accept_time: float | None = None
         self._good_trackers: dict[str, np.ndarray] = {}
         self._jump_candidates: dict[str, tuple[np.ndarray, int]] = {}
@@ -92,14 +123,15 @@ class InputGuard:
         self._stale = False
 
     def accept(self, frame, now: float) -> CleanFrame | None:
-        """Clean ``frame`` received at ``now`` (monotonic s); None if dropped entirely."""
+        """Clean ``frame`` received at ``now`` (monotonic s); None if dropped entirely. Frame
+        stamps need not be wall-clock (replayed sessions): the future bound against the
+        receiver's clock is the node shell's ``StampBound`` at ingress."""
         if not isinstance(frame, OperatorFrame) or not np.isfinite(_as_float(frame.stamp)):
             self.counters["malformed_frames"] += 1
             return None
-        if self._last_stamp is not None and frame.stamp <= self._last_stamp:
+        if self._stamps.check(float(frame.stamp), clock_now=None) is not None:
             self.counters["out_of_order"] += 1
             return None
-        self._last_stamp = float(frame.stamp)
         self._last_accept_time = now
         self._stale = False
         self.counters["accepted"] += 1

@@ -37,6 +37,7 @@ from transforms3d.quaternions import quat2mat
 from rynn_retarget.action_layout import joint_names
 from rynn_retarget.config import load_retarget_config
 from rynn_retarget.config_paths import find_config
+from rynn_retarget.input_guard import StampBound
 from rynn_retarget.kinematics.calibration import save_calibration
 from rynn_retarget.node_runner import run_node
 from rynn_retarget.nodes.glove_node import HANDS_TOPIC
@@ -99,7 +100,10 @@ class RetargetNode(Node):
         self.hands: dict | None = None  # latest glove sample as arrays + receive time
         self.last_frame: OperatorFrame | None = None
         self.sequence = 0
-        self.last_tf_stamp = float("-inf")
+        # Each input stream's stamps: advancing, and bounded against this node's clock (never latch).
+        self.tf_stamps = StampBound(self.pipeline.config.guard.max_future_s)
+        self.hands_stamps = StampBound(self.pipeline.config.guard.max_future_s)
+        self.stamp_loggers = {stream: self.get_logger().get_child(stream) for stream in ("tf", "hands")}  # own throttles
         self.pending: OperatorFrame | None = None  # newest tracker sample not yet retargeted
         self.pending_ready = threading.Condition()
 
@@ -133,6 +137,8 @@ class RetargetNode(Node):
             self.stats.reject("malformed_hands")
             self.get_logger().warning(f"rejected a hand skeleton: {error}", throttle_duration_sec=2.0)
             return
+        if not self.stamp_accepted(self.hands_stamps, "hands", seconds_from_time(msg.header.stamp)):
+            return
         arrays["received"] = time.monotonic()
         self.hands = arrays
 
@@ -151,10 +157,8 @@ class RetargetNode(Node):
             stamp = seconds_from_time(transform.header.stamp)
         if "chest" not in trackers:
             return  # not an operator sample (other TF traffic, or a partial/invalid one)
-        if stamp <= self.last_tf_stamp:
-            self.stats.drop("tf_out_of_order")
+        if not self.stamp_accepted(self.tf_stamps, "tf", stamp):
             return
-        self.last_tf_stamp = stamp
         frame = OperatorFrame(stamp=stamp, trackers=trackers)
         hands = self.hands
         if hands is not None and time.monotonic() - hands["received"] <= self.hands_timeout:
@@ -171,6 +175,19 @@ class RetargetNode(Node):
                 self.stats.drop("superseded_tracker_sample")
             self.pending = frame
             self.pending_ready.notify()
+
+    def stamp_accepted(self, bound: StampBound, stream: str, stamp: float) -> bool:
+        """Counts ``{stream}_out_of_order`` (dropped) or ``{stream}_future_stamp`` (rejected, logged)."""
+        now = self.get_clock().now().nanoseconds * 1e-9
+        reason = bound.check(stamp, now)
+        if reason == "out_of_order":
+            self.stats.drop(f"{stream}_out_of_order")
+        elif reason is not None:
+            self.stats.reject(f"{stream}_{reason}")
+            self.stamp_loggers[stream].warning(
+                f"rejected a {stream} sample ({reason}): stamp {stamp - now:+.3f} s ahead of this node's clock "
+                f"(bound {bound.max_future_s:g} s)", throttle_duration_sec=2.0)
+        return reason is None
 
     def retarget_loop(self) -> None:
         while self._running:
