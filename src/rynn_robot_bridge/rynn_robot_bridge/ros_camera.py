@@ -13,6 +13,7 @@ from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
 
 from rynn_retarget.description import CameraIntrinsics
+from rynn_robot_bridge.image_layout import IMAGE_CHANNELS, image_layout_problem
 
 IMAGE_TOPIC = "/camera/camera/color/image_raw"
 CAMERA_INFO_TOPIC = "/camera/camera/color/camera_info"
@@ -46,20 +47,16 @@ def make_camera_info(intrinsics: CameraIntrinsics, stamp: Time, frame_id: str = 
     )
 
 
-IMAGE_CHANNELS = {"rgb8": 3, "bgr8": 3, "rgba8": 4, "bgra8": 4, "mono8": 1}
-
-
 def image_to_rgb(msg) -> np.ndarray:
     """(H, W, 3) uint8 RGB copy of an Image (rclpy or rosbags message); ``ValueError``
-    naming the problem for another encoding or too little data."""
-    channels = IMAGE_CHANNELS.get(msg.encoding)
-    if channels is None:
-        raise ValueError(f"unsupported encoding {msg.encoding!r} (supported: {', '.join(IMAGE_CHANNELS)})")
-    row = msg.width * channels
+    naming the problem for another encoding or a step/data length that does not fit."""
     data = np.frombuffer(msg.data, dtype=np.uint8)
-    if msg.height == 0 or msg.width == 0 or msg.step < row or data.size < msg.step * msg.height:
-        raise ValueError(f"{msg.width}x{msg.height} {msg.encoding} image with step {msg.step} has {data.size} bytes")
-    pixels = data[: msg.step * msg.height].reshape(msg.height, msg.step)[:, :row].reshape(msg.height, msg.width, channels)
+    problem = image_layout_problem(msg.encoding, msg.width, msg.height, msg.step, data.size)
+    if problem:
+        raise ValueError(f"{msg.width}x{msg.height} {msg.encoding} image: {problem}")
+    channels = IMAGE_CHANNELS[msg.encoding]
+    row = msg.width * channels
+    pixels = data.reshape(msg.height, msg.step)[:, :row].reshape(msg.height, msg.width, channels)
     if msg.encoding == "mono8":
         return np.repeat(pixels, 3, axis=2)
     rgb = pixels[:, :, :3]

@@ -1,5 +1,6 @@
 """The bridge's ROS-free core: modes, camera routing, limits, watchdog, safe transition, commander."""
 
+import itertools
 import threading
 
 import numpy as np
@@ -13,10 +14,19 @@ from rynn_robot_bridge.bridge.joint_limits import JointLimits, joint_limits_from
 from rynn_robot_bridge.bridge.mode import Mode
 from rynn_robot_bridge.bridge.settings import BridgeSettings, load_bridge_settings
 from rynn_robot_bridge.bridge.transition import SafeTransition, TransitionLimits
+from rynn_robot_bridge.lcm_protocol import RobotState
+from rynn_robot_bridge.robot_safety import Fault
+from rynn_robot_bridge.image_layout import ImageHeader
 
 RATE = 200.0
 DT = 1.0 / RATE
 CANONICAL = FrameFormat("rgb8", 640, 480, "camera_color_optical_frame")
+CLOCK_NS = 10**12  # the receiver's clock: every stamp in these tests is in its past
+
+
+def image(stamp_ns: int, fmt: FrameFormat = CANONICAL) -> ImageHeader:
+    """The header of a well-laid-out frame of ``fmt`` (rgb8/bgr8: 3 bytes a pixel, no row padding)."""
+    return ImageHeader(stamp_ns, fmt.frame_id, fmt.width, fmt.height, fmt.encoding, fmt.width * 3, fmt.width * 3 * fmt.height)
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +62,7 @@ def test_mode_values_match_the_interface_constants():
 def test_router_forwards_only_the_active_source_and_switches():
     router = CameraRouter(Mode.REAL, CANONICAL, stall_timeout_s=0.5, now=0.0)
     published = []
-    offer = lambda source, stamp: router.offer_image(source, stamp, CANONICAL, 0.1, lambda: published.append((source, stamp)))
+    offer = lambda source, stamp: router.offer_image(source, image(stamp, CANONICAL), 0.1, CLOCK_NS, lambda: published.append((source, stamp)))
     assert offer(Mode.REAL, 1) is Routed.FORWARDED
     assert offer(Mode.DIGITAL, 1) is Routed.INACTIVE_SOURCE
     router.switch(Mode.DIGITAL, now=0.2)
@@ -78,13 +88,13 @@ def test_no_frame_of_the_old_source_is_published_after_switch_returns():
         stamp = 0
         while not stop.is_set():
             stamp += 1
-            router.offer_image(Mode.REAL, stamp, CANONICAL, 0.0, publish_real)
+            router.offer_image(Mode.REAL, image(stamp, CANONICAL), 0.0, CLOCK_NS, publish_real)
 
     worker = threading.Thread(target=hammer_real)
     worker.start()
     try:
         for _ in range(2000):  # let the worker get going, then switch under contention
-            router.offer_image(Mode.DIGITAL, 1, CANONICAL, 0.0, lambda: None)
+            router.offer_image(Mode.DIGITAL, image(1, CANONICAL), 0.0, CLOCK_NS, lambda: None)
         router.switch(Mode.DIGITAL, now=0.0)
         switched.set()
         threading.Event().wait(0.05)
@@ -97,25 +107,25 @@ def test_no_frame_of_the_old_source_is_published_after_switch_returns():
 def test_router_rejects_other_formats_and_frames_whose_stamp_does_not_advance():
     router = CameraRouter(Mode.DIGITAL, CANONICAL, stall_timeout_s=0.5, now=0.0)
     publish = lambda: None
-    assert router.offer_image(Mode.DIGITAL, 10, FrameFormat("bgr8", 640, 480, CANONICAL.frame_id), 0.0, publish) is Routed.WRONG_FORMAT
-    assert router.offer_image(Mode.DIGITAL, 10, FrameFormat("rgb8", 832, 480, CANONICAL.frame_id), 0.0, publish) is Routed.WRONG_FORMAT
-    assert router.offer_image(Mode.DIGITAL, 10, FrameFormat("rgb8", 640, 480, "camera_link"), 0.0, publish) is Routed.WRONG_FORMAT
-    assert router.offer_image(Mode.DIGITAL, 10, CANONICAL, 0.0, publish) is Routed.FORWARDED
-    assert router.offer_image(Mode.DIGITAL, 10, CANONICAL, 0.0, publish) is Routed.STAMP_NOT_ADVANCING  # repeated
-    assert router.offer_image(Mode.DIGITAL, 9, CANONICAL, 0.0, publish) is Routed.STAMP_NOT_ADVANCING  # reordered
-    assert router.offer_image(Mode.DIGITAL, 11, CANONICAL, 0.0, publish) is Routed.FORWARDED
+    assert router.offer_image(Mode.DIGITAL, image(10, FrameFormat("bgr8", 640, 480, CANONICAL.frame_id)), 0.0, CLOCK_NS, publish) is Routed.WRONG_FORMAT
+    assert router.offer_image(Mode.DIGITAL, image(10, FrameFormat("rgb8", 832, 480, CANONICAL.frame_id)), 0.0, CLOCK_NS, publish) is Routed.WRONG_FORMAT
+    assert router.offer_image(Mode.DIGITAL, image(10, FrameFormat("rgb8", 640, 480, "camera_link")), 0.0, CLOCK_NS, publish) is Routed.WRONG_FORMAT
+    assert router.offer_image(Mode.DIGITAL, image(10, CANONICAL), 0.0, CLOCK_NS, publish) is Routed.FORWARDED
+    assert router.offer_image(Mode.DIGITAL, image(10, CANONICAL), 0.0, CLOCK_NS, publish) is Routed.STAMP_NOT_ADVANCING  # repeated
+    assert router.offer_image(Mode.DIGITAL, image(9, CANONICAL), 0.0, CLOCK_NS, publish) is Routed.STAMP_NOT_ADVANCING  # reordered
+    assert router.offer_image(Mode.DIGITAL, image(11, CANONICAL), 0.0, CLOCK_NS, publish) is Routed.FORWARDED
 
 
 def test_stall_of_the_active_source_is_reported_and_a_new_source_gets_one_timeout():
     router = CameraRouter(Mode.REAL, CANONICAL, stall_timeout_s=0.5, now=0.0)
     assert router.stall(now=0.5) is None
     assert router.stall(now=0.6) == "real camera stalled: no frame for 600 ms (timeout 500 ms)"
-    router.offer_image(Mode.REAL, 1, CANONICAL, 1.0, lambda: None)
+    router.offer_image(Mode.REAL, image(1, CANONICAL), 1.0, CLOCK_NS, lambda: None)
     assert router.stall(now=1.4) is None
     router.switch(Mode.DIGITAL, now=2.0)
     assert router.stall(now=2.3) is None
     assert router.stall(now=2.7).startswith("digital camera stalled: no frame for 700 ms")
-    router.offer_image(Mode.DIGITAL, 1, CANONICAL, 2.8, lambda: None)
+    router.offer_image(Mode.DIGITAL, image(1, CANONICAL), 2.8, CLOCK_NS, lambda: None)
     assert router.stall(now=3.0) is None
 
 
@@ -216,6 +226,18 @@ def test_transition_clamps_an_out_of_limit_target(limits):
 # --- commander ----------------------------------------------------------------------------
 
 
+_state_sequences = itertools.count(1)
+
+
+def measure(commander, position, now, sequence=None, velocity=None, echo=(-1, 0)) -> Fault:
+    """Feed the commander one measured robot state (sequence numbers increase unless given)."""
+    position = np.asarray(position, dtype=np.float64)
+    velocity = np.zeros(ACTION_DIM) if velocity is None else np.asarray(velocity, dtype=np.float64)
+    state = RobotState(0, next(_state_sequences) if sequence is None else sequence, echo[0], echo[1],
+                       position, velocity, np.zeros(ACTION_DIM), 0, 0, 0, 0, 0, 0, 0, 0)
+    return commander.update_measured(state, now)
+
+
 def make_commander(limits, mode=Mode.REAL) -> RobotCommander:
     return RobotCommander(mode, limits, RATE, action_timeout_s=0.1, state_timeout_s=0.1,
                           transition_limits=TransitionLimits(), velocity_scale=1.0)
@@ -225,7 +247,7 @@ def test_real_mode_sends_nothing_without_robot_state_and_holds_without_actions(l
     commander = make_commander(limits)
     assert commander.cycle(0.0) is None
     measured = limits.clamp(np.full(ACTION_DIM, 0.2))
-    commander.update_measured(measured, now=0.0)
+    measure(commander, measured, now=0.0)
     hold = commander.cycle(0.01)
     assert hold.hold and np.array_equal(hold.position, measured)
     assert commander.faults(0.01) == {"actions": "no fresh action for 100 ms: real robot holding"}
@@ -238,7 +260,7 @@ def test_real_mode_approaches_from_the_measured_pose_then_tracks(limits):
     target[LEFT_ARM] += 0.2
     target = limits.clamp(target)
     now = 0.0
-    commander.update_measured(measured, now)
+    measure(commander, measured, now)
     commander.submit_action(target, now)
     first = commander.cycle(now)
     assert not first.hold and commander.phase is Phase.APPROACHING
@@ -246,14 +268,14 @@ def test_real_mode_approaches_from_the_measured_pose_then_tracks(limits):
     sent = [first.position]
     while commander.phase is Phase.APPROACHING and now < 5.0:
         now += DT
-        commander.update_measured(sent[-1], now)
+        measure(commander, sent[-1], now)
         commander.submit_action(target, now)
         sent.append(commander.cycle(now).position)
     assert commander.phase is Phase.TRACKING and commander.approaches == 1
     steps = np.abs(np.diff(np.array(sent), axis=0))
     assert steps[:, LEFT_ARM].max() <= 0.5 * DT + 1e-9  # the reduced arm velocity, not the URDF's 2.6 rad/s
     now += DT
-    commander.update_measured(sent[-1], now)
+    measure(commander, sent[-1], now)
     commander.submit_action(target, now)
     np.testing.assert_allclose(commander.cycle(now).position, target, atol=1e-9)
 
@@ -261,10 +283,10 @@ def test_real_mode_approaches_from_the_measured_pose_then_tracks(limits):
 def test_stale_actions_hold_and_fresh_ones_restart_with_an_approach(limits):
     commander = make_commander(limits)
     measured = limits.clamp(np.zeros(ACTION_DIM))
-    commander.update_measured(measured, 0.0)
+    measure(commander, measured, 0.0)
     commander.submit_action(measured, 0.0)
     assert not commander.cycle(0.0).hold
-    commander.update_measured(measured, 0.2)
+    measure(commander, measured, 0.2)
     held = commander.cycle(0.2)  # last action 200 ms old > 100 ms
     assert held.hold and commander.watchdog_trips == 1 and commander.phase is Phase.HOLDING
     commander.submit_action(measured, 0.21)
@@ -275,7 +297,7 @@ def test_stale_actions_hold_and_fresh_ones_restart_with_an_approach(limits):
 def test_silent_robot_state_holds_and_is_a_fault(limits):
     commander = make_commander(limits)
     measured = limits.clamp(np.zeros(ACTION_DIM))
-    commander.update_measured(measured, 0.0)
+    measure(commander, measured, 0.0)
     commander.submit_action(measured, 0.25)
     assert commander.cycle(0.25).hold
     assert commander.faults(0.25)["robot_state"] == "robot LCM state silent for 250 ms (timeout 100 ms)"
@@ -284,7 +306,7 @@ def test_silent_robot_state_holds_and_is_a_fault(limits):
 def test_digital_mode_never_commands_and_reports_the_limited_virtual_state(limits):
     commander = make_commander(limits)
     measured = limits.clamp(np.full(ACTION_DIM, 0.1))
-    commander.update_measured(measured, 0.0)
+    measure(commander, measured, 0.0)
     assert commander.request_mode(Mode.DIGITAL, 0.0) == (True, "switched to digital: no commands reach the real robot")
     np.testing.assert_array_equal(commander.virtual_state()[0], measured)  # starts at the robot's pose
     target = measured.copy()
@@ -303,10 +325,10 @@ def test_switch_to_real_is_refused_while_the_robot_state_is_unknown_or_silent(li
     commander = make_commander(limits, mode=Mode.DIGITAL)
     ok, message = commander.request_mode(Mode.REAL, 0.0)
     assert not ok and message == "refusing to switch to real: robot state unknown: no LCM state received yet"
-    commander.update_measured(np.zeros(ACTION_DIM), 1.0)
+    measure(commander, np.zeros(ACTION_DIM), 1.0)
     ok, message = commander.request_mode(Mode.REAL, 1.5)
     assert not ok and "robot LCM state silent for 500 ms" in message and commander.mode is Mode.DIGITAL
-    commander.update_measured(np.zeros(ACTION_DIM), 1.5)
+    measure(commander, np.zeros(ACTION_DIM), 1.5)
     commander.submit_action(np.zeros(ACTION_DIM), 1.5)
     ok, message = commander.request_mode(Mode.REAL, 1.5)
     assert ok and message.startswith("switched to real; approaching the operator command")
@@ -326,3 +348,121 @@ def test_bridge_yaml_loads_and_unknown_keys_are_errors(tmp_path):
     bad.write_text("action_timeout: 1\n")
     with pytest.raises(ValueError, match="action_timeout"):
         load_bridge_settings(bad)
+
+
+# --- untrusted robot state and a second commander (issue 17 rows 1-3, 5) --------------------
+
+
+def tracking_commander(limits):
+    """A real-mode commander that has taken a good state and an action, and sent its first command."""
+    commander = make_commander(limits)
+    measured = limits.clamp(np.zeros(ACTION_DIM))
+    assert measure(commander, measured, 0.0) == Fault.NONE
+    commander.submit_action(measured, 0.0)
+    first = commander.cycle(0.0)
+    assert first is not None and not first.hold
+    return commander, measured
+
+
+@pytest.mark.parametrize("bad_position, bad_velocity, fault, counter", [
+    (np.nan, 0.0, Fault.NON_FINITE, "rejected_non_finite"),
+    (np.inf, 0.0, Fault.NON_FINITE, "rejected_non_finite"),
+    (0.0, np.nan, Fault.NON_FINITE, "rejected_non_finite"),
+    (1e3, 0.0, Fault.JOINT_LIMIT, "rejected_joint_limit"),  # finite but absurd
+    (0.0, 100.0, Fault.JOINT_LIMIT, "rejected_joint_limit"),  # reported speed far above the limit
+])
+def test_a_rejected_state_is_counted_and_nothing_is_derived_from_it(limits, bad_position, bad_velocity, fault, counter):
+    commander, measured = tracking_commander(limits)
+    position, velocity = measured.copy(), np.zeros(ACTION_DIM)
+    position[0] += bad_position
+    velocity[0] = bad_velocity
+    assert measure(commander, position, 0.001, velocity=velocity) == fault
+    assert getattr(commander.state_validator.counters, counter) == 1
+    commander.submit_action(measured, 0.005)
+    hold = commander.cycle(0.005)  # the robot holds at the last good pose, never the rejected one
+    assert hold.hold and np.array_equal(hold.position, measured) and np.isfinite(hold.position).all()
+    assert "robot state rejected" in commander.faults(0.005)["robot_state"]
+    ok, message = commander.request_mode(Mode.DIGITAL, 0.006)
+    np.testing.assert_array_equal(commander.virtual_state()[0], measured)  # the digital robot starts from it too
+    ok, message = commander.request_mode(Mode.REAL, 0.007)
+    assert not ok and "robot state rejected" in message
+    # Good states for longer than the state timeout clear the fault; motion restarts with an approach from them.
+    for i in range(1, 30):
+        assert measure(commander, measured, 0.007 + i * DT) == Fault.NONE
+    now = 0.007 + 30 * DT
+    assert "robot_state" not in commander.faults(now)
+    assert commander.request_mode(Mode.REAL, now)[0]
+    commander.submit_action(measured, now)
+    resumed = commander.cycle(now)
+    assert not resumed.hold and np.abs(resumed.position - measured).max() < 1e-3
+
+
+def test_states_that_jump_or_go_backwards_are_rejected_and_a_restarted_robot_is_taken_back(limits):
+    commander = make_commander(limits)
+    measured = limits.clamp(np.zeros(ACTION_DIM))
+    assert measure(commander, measured, 0.0, sequence=10) == Fault.NONE
+    assert measure(commander, measured, 0.002, sequence=10) == Fault.SEQUENCE  # did not advance
+    assert measure(commander, measured, 0.004, sequence=3) == Fault.SEQUENCE
+    jumped = measured.copy()
+    jumped[0] -= 0.5  # within the limits, but 0.5 rad in 6 ms is ~80 rad/s
+    assert measure(commander, jumped, 0.006, sequence=11) == Fault.JOINT_LIMIT
+    assert measure(commander, measured + 0.001, 0.008, sequence=12) == Fault.NONE
+    counters = commander.state_validator.counters
+    assert (counters.accepted_states, counters.rejected_sequence, counters.rejected_joint_limit) == (2, 2, 1)
+    # The robot restarts (sequence from 1, another pose): after the state timeout it is the new baseline.
+    assert measure(commander, jumped, 0.5, sequence=1) == Fault.NONE
+
+
+def test_the_virtual_robot_never_takes_a_non_finite_state(limits):
+    commander = make_commander(limits)
+    measured = limits.clamp(np.full(ACTION_DIM, 0.1))
+    measure(commander, measured, 0.0)
+    for i in range(1, 27):  # 130 ms of NaN states around the switch
+        measure(commander, np.full(ACTION_DIM, np.nan), i * DT)
+        if i == 13:
+            assert commander.request_mode(Mode.DIGITAL, i * DT)[0]
+        commander.submit_action(measured + 0.05, i * DT)
+        assert commander.cycle(i * DT) is None
+        position, velocity = commander.virtual_state()
+        assert np.isfinite(position).all() and np.isfinite(velocity).all()
+    assert commander.state_validator.counters.rejected_non_finite == 26
+
+
+def test_an_echo_of_another_senders_command_stops_commanding_until_the_operator_rearms(limits):
+    commander, measured = tracking_commander(limits)
+    ours = commander.cycle(0.001)
+    assert measure(commander, measured, 0.002, echo=(ours.sequence, ours.utime)) == Fault.NONE
+    assert "second_commander" not in commander.faults(0.002)
+    # Another sender with a higher sequence: the robot accepted its command.
+    assert measure(commander, measured, 0.004, echo=(ours.sequence + 50, 123)) == Fault.NONE
+    assert "did not send" in commander.faults(0.004)["second_commander"]
+    assert commander.cycle(0.005) is None and commander.hold_command() is None  # the bridge stops commanding
+    # Same sequence as ours but another sender's utime: also foreign.
+    other, _ = tracking_commander(limits)
+    sent = other.cycle(0.001)
+    measure(other, measured, 0.002, echo=(sent.sequence, sent.utime + 1))
+    assert other.second_commander is not None
+    # The operator's way out: request real mode again; the bridge resumes with an approach from the measured pose.
+    commander.submit_action(measured, 0.006)
+    ok, message = commander.request_mode(Mode.REAL, 0.006)
+    assert ok and message.startswith("resuming real mode from the measured pose")
+    resumed = commander.cycle(0.007)
+    assert resumed is not None and not resumed.hold and commander.approaches == 2
+    assert measure(commander, measured, 0.008, echo=(ours.sequence + 50, 123)) == Fault.NONE  # the old echo: baseline
+    assert measure(commander, measured, 0.010, echo=(resumed.sequence, resumed.utime)) == Fault.NONE
+    assert "second_commander" not in commander.faults(0.010)
+
+
+def test_command_sequences_start_above_any_earlier_run(limits):
+    first, _ = tracking_commander(limits)
+    later, _ = tracking_commander(limits)
+    a, b = first.cycle(0.001), later.cycle(0.001)
+    assert b.sequence > a.sequence and first.cycle(0.002).sequence == a.sequence + 1
+
+
+def test_hold_command_is_the_last_good_pose_in_real_mode(limits):
+    commander, measured = tracking_commander(limits)
+    hold = commander.hold_command()
+    assert hold.hold and np.array_equal(hold.position, measured) and commander.phase is Phase.HOLDING
+    commander.request_mode(Mode.DIGITAL, 0.001)
+    assert commander.hold_command() is None

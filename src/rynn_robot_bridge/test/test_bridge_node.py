@@ -104,6 +104,8 @@ class Operator:
         self.info_pubs = {name: node.create_publisher(CameraInfo, f"/rynn/{name}/camera/color/camera_info", 2) for name in MARKER}
         self.action_pub = node.create_publisher(RobotAction, "/rynn/action", 10)
         self.frames: list[tuple[str, int, object]] = []  # (source, stamp ns, image) on the reliable canonical subscriber
+        self.frame_written_ns: list[int] = []  # per frame: when the bridge's DDS writer published it (its source timestamp)
+        self.mode_written_ns: list[tuple[str, int]] = []  # (mode, when the bridge published it)
         self.best_effort_frames = 0
         self.infos = []
         self.joint_states = []
@@ -117,7 +119,7 @@ class Operator:
         node.create_subscription(Image, "/camera/camera/color/image_raw", self._on_best_effort_frame, best_effort)
         node.create_subscription(CameraInfo, "/camera/camera/color/camera_info", self.infos.append, reliable)
         node.create_subscription(JointState, "/joint_states", self.joint_states.append, 50)
-        node.create_subscription(String, "/rynn/mode", lambda m: self.modes.append(m.data), latched)
+        node.create_subscription(String, "/rynn/mode", self._on_mode, latched)
         node.create_subscription(TeleopStatus, "/rynn/status", self.statuses.append, 10)
         node.create_subscription(DiagnosticArray, "/diagnostics", self.diagnostics.append, 10)
         self.set_mode_client = node.create_client(SetMode, "/rynn/set_mode")
@@ -147,9 +149,29 @@ class Operator:
         msg.positions = self.action
         self.action_pub.publish(msg)
 
-    def _on_frame(self, image):
-        source = next(name for name, value in MARKER.items() if image.data[0] == value)
+    def _on_frame(self, image, info):
+        source = next((name for name, value in MARKER.items() if image.data[0] == value), "unknown")
         self.frames.append((source, image.header.stamp.sec * 10**9 + image.header.stamp.nanosec, image))
+        self.frame_written_ns.append(info["source_timestamp"])
+
+    def _on_mode(self, msg, info):
+        self.modes.append(msg.data)
+        self.mode_written_ns.append((msg.data, info["source_timestamp"]))
+
+    def publish_frame(self, source: str, stamp_ns: int, pixel: int, step: int = WIDTH * 3, data: bytes | None = None):
+        """One hand-made frame on ``source``'s private topic (``pixel`` marks it for the consumer)."""
+        stamp = self.Header().stamp
+        stamp.sec, stamp.nanosec = divmod(stamp_ns, 10**9)
+        image = self.Image(header=self.Header(stamp=stamp, frame_id=FRAME), height=HEIGHT, width=WIDTH, encoding="rgb8", step=step)
+        image.data = bytes([pixel]) * (WIDTH * HEIGHT * 3) if data is None else data
+        self.image_pubs[source].publish(image)
+
+    def rejected(self, reason: str) -> int:
+        """The bridge's count of ``reason`` from its latest /diagnostics."""
+        if not self.diagnostics:
+            return 0
+        values = {entry.key: entry.value for entry in self.diagnostics[-1].status[0].values}
+        return int(values.get(f"rejected.{reason}", 0))
 
     def _on_best_effort_frame(self, _image):
         self.best_effort_frames += 1
@@ -336,3 +358,109 @@ def test_invalid_start_mode_stops_the_node_with_the_reason(start_process, helper
     bridge = start_bridge(start_process, lcm_url, "simulated")
     assert bridge.wait(timeout=60) != 0
     assert "invalid mode 'simulated': expected one of real (0), digital (1)" in helpers.read_log(bridge)
+
+
+DAY_NS = 86_400 * 10**9
+
+
+def frames_from(operator: Operator, source: str, after_ns: int) -> int:
+    return sum(1 for s, t, _ in operator.frames if s == source and t > after_ns)
+
+
+def test_a_real_frame_stamped_a_day_ahead_is_rejected_and_never_stops_the_stream(ros_node, start_process, helpers, lcm_url):
+    """Issue 17 row 6: it was forwarded and then every real frame was rejected as stamp_not_advancing, for good."""
+    wait_until, read_log = helpers.wait_until, helpers.read_log
+    home = joint_limits_from_urdf().clamp(np.zeros(ACTION_DIM))
+    robot = LcmRobot(lcm_url, home)  # switching back to real needs a measured robot state
+    operator = Operator(ros_node, home)
+    operator.sources_on["digital"] = False
+    bridge = start_bridge(start_process, lcm_url, "real")
+    spin = ros_node.spin_once
+    try:
+        assert wait_until(lambda: frames_from(operator, "real", 0) >= 3, 30.0, spin=spin), read_log(bridge)
+        future_stamp = operator.now_ns() + DAY_NS
+        operator.publish_frame("real", future_stamp, pixel=MARKER["real"])
+        sent_at = operator.now_ns()
+        assert wait_until(lambda: operator.rejected("real_camera_stamp_in_future") == 1, 10.0, spin=spin), read_log(bridge)
+        assert wait_until(lambda: frames_from(operator, "real", sent_at) >= 5, 10.0, spin=spin), read_log(bridge)
+        assert operator.rejected("real_camera_stamp_not_advancing") == 0
+
+        # A digital -> real round trip: the real stream is still forwarded afterwards.
+        operator.sources_on["digital"] = True
+        response, _, _ = set_mode(operator, ros_node, wait_until, operator.SetMode.Request.MODE_DIGITAL)
+        assert response.success, response.message
+        operator.publish_frame("digital", operator.now_ns() + DAY_NS, pixel=MARKER["digital"])  # the same for the world model
+        assert wait_until(lambda: operator.rejected("digital_camera_stamp_in_future") == 1, 10.0, spin=spin), read_log(bridge)
+        digital_from = operator.now_ns()
+        assert wait_until(lambda: frames_from(operator, "digital", digital_from) >= 3, 10.0, spin=spin), read_log(bridge)
+        response, _, real_from = set_mode(operator, ros_node, wait_until, operator.SetMode.Request.MODE_REAL)
+        assert response.success, response.message
+        assert wait_until(lambda: frames_from(operator, "real", real_from) >= 5, 10.0, spin=spin), read_log(bridge)
+        assert future_stamp not in {t for _, t, _ in operator.frames}
+        assert max(t for _, t, _ in operator.frames) < operator.now_ns()
+        assert operator.rejected("real_camera_stamp_not_advancing") == 0
+    finally:
+        robot.close()
+
+
+def test_a_frame_whose_step_and_data_cannot_hold_the_image_is_not_relayed(ros_node, start_process, helpers, lcm_url):
+    """Issue 17 row 8: rgb8 640x480 with the right frame id but step 1 and 10 bytes of data was relayed."""
+    wait_until, read_log = helpers.wait_until, helpers.read_log
+    operator = Operator(ros_node, joint_limits_from_urdf().clamp(np.zeros(ACTION_DIM)))
+    operator.sources_on["real"] = False
+    bridge = start_bridge(start_process, lcm_url, "digital")
+    spin = ros_node.spin_once
+    assert wait_until(lambda: frames_from(operator, "digital", 0) >= 3, 30.0, spin=spin), read_log(bridge)
+    bad_stamps = []
+    for pixel, step, data in ((1, 1, bytes(10)), (2, WIDTH * 3, bytes(100)), (3, WIDTH * 3, bytes(WIDTH * 3 * HEIGHT + 7))):
+        bad_stamps.append(operator.now_ns())
+        operator.publish_frame("digital", bad_stamps[-1], pixel, step=step, data=data)
+    assert wait_until(lambda: operator.rejected("digital_camera_bad_layout") == 3, 10.0, spin=spin), read_log(bridge)
+    sent_at = operator.now_ns()
+    assert wait_until(lambda: frames_from(operator, "digital", sent_at) >= 5, 10.0, spin=spin), read_log(bridge)
+    assert not set(bad_stamps) & {t for _, t, _ in operator.frames}
+    assert {len(image.data) for _, _, image in operator.frames} == {WIDTH * HEIGHT * 3}
+    assert {s for s, _, _ in operator.frames} == {"digital"}
+
+
+@pytest.mark.slow
+def test_no_frame_of_the_old_source_is_published_after_the_switch_across_50_switches(ros_node, start_process, helpers, lcm_url):
+    """Issue 17 row 9, proven from outside by publication order rather than arrival time.
+
+    Each canonical frame carries its source's marker pixel, and DDS gives every sample the time its
+    writer published it (same host clock for all of the bridge's writers). The bridge publishes the
+    new mode after the router switched and before it answers, so a frame of the old source written
+    after that mode message was published after the switch: there must be none.
+    """
+    wait_until, read_log = helpers.wait_until, helpers.read_log
+    home = joint_limits_from_urdf().clamp(np.zeros(ACTION_DIM))
+    robot = LcmRobot(lcm_url, home)
+    operator = Operator(ros_node, home)
+    ros_node.create_timer(1 / 30, operator._publish_frames)  # both sources at 45 Hz, not in phase with the switches
+    bridge = start_bridge(start_process, lcm_url, "real")
+    spin = ros_node.spin_once
+    try:
+        assert wait_until(lambda: frames_from(operator, "real", 0) >= 3, 30.0, spin=spin), read_log(bridge)
+        SetMode = operator.SetMode
+        answered = 0
+        for index in range(50):
+            mode = SetMode.Request.MODE_DIGITAL if index % 2 == 0 else SetMode.Request.MODE_REAL
+            response, _, _ = set_mode(operator, ros_node, wait_until, mode)
+            assert response.success, response.message
+            answered += 1
+            wait_until(lambda: False, 0.2, spin=spin)  # ~10 s of switching, both sources streaming
+        assert wait_until(lambda: len(operator.mode_written_ns) >= 51, 10.0, spin=spin)
+        wait_until(lambda: False, 0.5, spin=spin)  # frames still in flight arrive
+    finally:
+        robot.close()
+    assert answered == 50 and [mode for mode, _ in operator.mode_written_ns[-50:]] == ["digital", "real"] * 25
+    switches = operator.mode_written_ns  # the latched start mode first, then one per switch
+    late = []
+    for (_source, _stamp, image), written in zip(operator.frames, operator.frame_written_ns):
+        source = next((name for name, value in MARKER.items() if image.data[0] == value), "unknown")
+        mode_at_write = next((mode for mode, at in reversed(switches) if at < written), None)
+        if mode_at_write is not None and source != mode_at_write:
+            late.append((source, mode_at_write, written))
+    counts = {source: sum(1 for s, _, _ in operator.frames if s == source) for source in ("real", "digital", "unknown")}
+    assert counts["real"] > 50 and counts["digital"] > 50 and counts["unknown"] == 0, counts
+    assert late == [], f"{len(late)} frame(s) of the old source published after the switch: {late[:5]}"

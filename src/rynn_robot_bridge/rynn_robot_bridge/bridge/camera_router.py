@@ -10,7 +10,10 @@ to tell which robot produced a frame. So the router
   frame, so a stalled source makes the canonical topic go quiet (and the
   stall is reported) instead of showing a stale scene as live;
 * rejects frames whose encoding, size or frame id differ from the canonical
-  format, and frames whose stamp does not advance (a repeated or reordered frame).
+  format, whose step or data length cannot hold that format, whose stamp lies
+  beyond ``max_future_s`` ahead of the receiver's clock (such a frame never
+  becomes the high-water mark, so one bad stamp cannot block the stream), and
+  frames whose stamp does not advance (a repeated or reordered frame).
 """
 
 from __future__ import annotations
@@ -21,6 +24,11 @@ from dataclasses import dataclass
 from typing import Callable
 
 from rynn_robot_bridge.bridge.mode import Mode
+from rynn_robot_bridge.image_layout import ImageHeader, image_layout_problem
+
+# A frame stamped further ahead of the receiver's clock than this is rejected (clock skew between
+# a camera host and this one is milliseconds; a stamp a day ahead is a broken or hostile sender).
+MAX_FUTURE_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -31,21 +39,30 @@ class FrameFormat:
     frame_id: str
 
 
+def frame_format(image: ImageHeader) -> FrameFormat:
+    return FrameFormat(image.encoding, image.width, image.height, image.frame_id)
+
+
 class Routed(enum.Enum):
     """What happened to an offered frame; everything but FORWARDED is counted by the node."""
 
     FORWARDED = "forwarded"
     INACTIVE_SOURCE = "inactive_source"
     WRONG_FORMAT = "wrong_format"
+    BAD_LAYOUT = "bad_layout"
+    STAMP_IN_FUTURE = "stamp_in_future"
     STAMP_NOT_ADVANCING = "stamp_not_advancing"
 
 
 class CameraRouter:
-    """Times are seconds on one monotonic clock; stamps are the frames' own header stamps in ns."""
+    """Times are seconds on one monotonic clock; stamps are the frames' own header stamps in ns,
+    compared with ``clock_ns``, the receiver's clock in the same time base (ROS time)."""
 
-    def __init__(self, active: Mode, canonical: FrameFormat, stall_timeout_s: float, now: float):
+    def __init__(self, active: Mode, canonical: FrameFormat, stall_timeout_s: float, now: float,
+                 max_future_s: float = MAX_FUTURE_S):
         self.canonical = canonical
         self.stall_timeout_s = float(stall_timeout_s)
+        self.max_future_ns = int(max_future_s * 1e9)
         self._lock = threading.Lock()
         self._active = active
         self._active_since = now
@@ -64,16 +81,20 @@ class CameraRouter:
             self._active = source
             self._active_since = now
 
-    def offer_image(self, source: Mode, stamp_ns: int, frame: FrameFormat, now: float, publish: Callable[[], None]) -> Routed:
+    def offer_image(self, source: Mode, image: ImageHeader, now: float, clock_ns: int, publish: Callable[[], None]) -> Routed:
         """Publish (by calling ``publish``) a frame of ``source`` if it is active and well-formed."""
         with self._lock:
             if source != self._active:
                 return Routed.INACTIVE_SOURCE
-            if frame != self.canonical:
+            if frame_format(image) != self.canonical:
                 return Routed.WRONG_FORMAT
-            if stamp_ns <= self._last_stamp_ns.get(source, -1):
+            if image_layout_problem(image.encoding, image.width, image.height, image.step, image.data_size):
+                return Routed.BAD_LAYOUT
+            if image.stamp_ns > clock_ns + self.max_future_ns:
+                return Routed.STAMP_IN_FUTURE
+            if image.stamp_ns <= self._last_stamp_ns.get(source, -1):
                 return Routed.STAMP_NOT_ADVANCING
-            self._last_stamp_ns[source] = stamp_ns
+            self._last_stamp_ns[source] = image.stamp_ns
             self._last_frame_time[source] = now
             publish()
             return Routed.FORWARDED

@@ -49,11 +49,12 @@ from rynn_retarget.ros_conversions import make_diagnostics, make_teleop_status
 from rynn_robot_bridge.bridge.camera_router import CameraRouter, FrameFormat, Routed
 from rynn_robot_bridge.bridge.commander import RobotCommander
 from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
-from rynn_robot_bridge.bridge.lcm_link import LcmRobotLink
+from rynn_robot_bridge.bridge.lcm_link import LcmRobotLink, receive_buffer_note, with_receive_buffer
 from rynn_robot_bridge.bridge.mode import Mode
 from rynn_robot_bridge.bridge.rate_loop import FixedRateThread
 from rynn_robot_bridge.bridge.settings import BridgeSettings, load_bridge_settings
 from rynn_robot_bridge.config import LcmSettings, load_robot_config
+from rynn_robot_bridge.image_layout import read_image_header
 from rynn_robot_bridge.lcm_protocol import RobotState
 from rynn_teleop_msgs.msg import RobotAction, TeleopStatus
 from rynn_teleop_msgs.srv import SetMode
@@ -86,9 +87,12 @@ class BridgeNode(Node):
             state_timeout_s=settings.state_timeout_ms / 1e3,
             transition_limits=settings.transition,
             velocity_scale=settings.velocity_scale,
+            state_position_margin_rad=settings.state_position_margin_rad,
+            state_velocity_factor=settings.state_velocity_factor,
         )
         canonical = FrameFormat(settings.camera_encoding, settings.camera_width, settings.camera_height, settings.camera_frame_id)
-        self.router = CameraRouter(start_mode, canonical, settings.camera_stall_timeout_ms / 1e3, now)
+        self.router = CameraRouter(start_mode, canonical, settings.camera_stall_timeout_ms / 1e3, now,
+                                   max_future_s=settings.camera_max_future_ms / 1e3)
         self._joint_names = joint_names()
         self._joint_state_period_s = 1.0 / settings.joint_state_rate_hz
         self._next_joint_state_at = now
@@ -108,15 +112,21 @@ class BridgeNode(Node):
             (Mode.DIGITAL, settings.digital_image_topic, settings.digital_camera_info_topic),
         ):
             incompatible = SubscriptionEventCallbacks(incompatible_qos=lambda event, t=image_topic: self._incompatible_source(t, event))
-            self.create_subscription(Image, image_topic, lambda msg, s=source: self._relay_image(s, msg), CAMERA_SOURCE_QOS,
-                                     event_callbacks=incompatible)
-            self.create_subscription(CameraInfo, info_topic, lambda msg, s=source: self._relay_info(s, msg), CAMERA_SOURCE_QOS)
+            # raw: frames are relayed as the bytes received (no 900 kB deserialize + re-serialize per frame)
+            self.create_subscription(Image, image_topic, lambda raw, s=source: self._relay_image(s, raw), CAMERA_SOURCE_QOS,
+                                     event_callbacks=incompatible, raw=True)
+            self.create_subscription(CameraInfo, info_topic, lambda raw, s=source: self._relay_info(s, raw), CAMERA_SOURCE_QOS,
+                                     raw=True)
         self.create_subscription(RobotAction, "/rynn/action", self._on_action, ACTION_QOS)
         self.create_service(SetMode, "/rynn/set_mode", self._on_set_mode)
         self.create_timer(1.0 / settings.status_rate_hz, self._publish_status)
 
-        self.link = LcmRobotLink(lcm_settings.url, lcm_settings.command_channel, lcm_settings.state_channel, self._on_robot_state)
-        self.command_loop = FixedRateThread(lcm_settings.command_rate_hz, self._command_cycle, name="lcm_commands")
+        self.link = LcmRobotLink(with_receive_buffer(lcm_settings.url, settings.lcm_receive_buffer_bytes),
+                                 lcm_settings.command_channel, lcm_settings.state_channel, self._on_robot_state)
+        self.command_loop = FixedRateThread(lcm_settings.command_rate_hz, self._command_cycle, name="lcm_commands",
+                                            on_error=self._on_command_cycle_error)
+        self._command_loop_stall_s = settings.command_loop_stall_ms / 1e3
+        self.get_logger().info(receive_buffer_note(self.link.url))
         self._publish_mode(start_mode)
         self.link.start()
         self.command_loop.start()
@@ -154,9 +164,15 @@ class BridgeNode(Node):
     # --- robot side -------------------------------------------------------------------------
 
     def _on_robot_state(self, state: RobotState, received_at: float) -> None:
-        """LCM thread: the measured pose feeds the commander; in real mode it is /joint_states (rate-limited)."""
-        self.commander.update_measured(state.position, received_at)
-        if self.commander.mode == Mode.REAL and self._joint_state_due(received_at):
+        """LCM thread: a validated state feeds the commander and, in real mode, /joint_states (rate-limited);
+        a rejected one is only counted (status) and logged."""
+        fault = self.commander.update_measured(state, received_at)
+        if fault:
+            self.get_logger().warning(
+                f"robot state seq={state.sequence} rejected ({fault.name.lower()}): keeping the last good state",
+                throttle_duration_sec=2.0,
+            )
+        elif self.commander.mode == Mode.REAL and self._joint_state_due(received_at):
             self._publish_joint_state(state.position, state.velocity, state.effort)
 
     def _command_cycle(self, now: float) -> None:
@@ -173,6 +189,15 @@ class BridgeNode(Node):
             if self._last_cycle_at is not None:
                 self.stats.record("command_period", now - self._last_cycle_at)
             self._last_cycle_at = now
+
+    def _on_command_cycle_error(self, error: Exception) -> None:
+        """Command thread: a cycle raised. Log it, hold the robot at the last good pose; the loop runs on
+        and the status reports the fault (FixedRateThread.problem)."""
+        self.get_logger().error(f"command cycle failed, holding the robot: {error!r}", throttle_duration_sec=1.0)
+        with self._switch_lock:
+            hold = self.commander.hold_command()
+            if hold is not None:
+                self.link.send(hold)
 
     def _on_action(self, msg: RobotAction) -> None:
         reason = self.commander.submit_action(msg.positions, time.monotonic())
@@ -195,25 +220,32 @@ class BridgeNode(Node):
 
     # --- camera -----------------------------------------------------------------------------
 
-    def _relay_image(self, source: Mode, msg: Image) -> None:
+    def _relay_image(self, source: Mode, raw: bytes) -> None:
+        """Check the frame's header (read from its CDR bytes) and publish those same bytes if routed."""
         started = time.perf_counter()
-        frame = FrameFormat(msg.encoding, msg.width, msg.height, msg.header.frame_id)
-        stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-        routed = self.router.offer_image(source, stamp_ns, frame, time.monotonic(), lambda: self.image_pub.publish(msg))
+        try:
+            image = read_image_header(raw)
+        except ValueError as error:
+            with self._stats_lock:
+                self.stats.reject(f"{source.label}_camera_malformed")
+            self.get_logger().warning(f"{source.label} camera message unreadable: {error}", throttle_duration_sec=5.0)
+            return
+        routed = self.router.offer_image(source, image, time.monotonic(), self.get_clock().now().nanoseconds,
+                                         lambda: self.image_pub.publish(raw))
         with self._stats_lock:
             if routed is Routed.FORWARDED:
                 self._frames_forwarded += 1
                 self.stats.record("camera_relay", time.perf_counter() - started)
             elif routed is not Routed.INACTIVE_SOURCE:
                 self.stats.reject(f"{source.label}_camera_{routed.value}")
-        if routed in (Routed.WRONG_FORMAT, Routed.STAMP_NOT_ADVANCING):
+        if routed not in (Routed.FORWARDED, Routed.INACTIVE_SOURCE):
             self.get_logger().warning(
-                f"{source.label} camera frame rejected ({routed.value}): {frame} vs canonical {self.router.canonical}",
+                f"{source.label} camera frame rejected ({routed.value}): {image} vs canonical {self.router.canonical}",
                 throttle_duration_sec=5.0,
             )
 
-    def _relay_info(self, source: Mode, msg: CameraInfo) -> None:
-        self.router.offer_info(source, lambda: self.info_pub.publish(msg))
+    def _relay_info(self, source: Mode, raw: bytes) -> None:
+        self.router.offer_info(source, lambda: self.info_pub.publish(raw))
 
     def _incompatible_source(self, topic: str, event) -> None:
         self._incompatible_sources[f"qos {topic}"] = (
@@ -251,6 +283,9 @@ class BridgeNode(Node):
     def _publish_status(self) -> None:
         now = time.monotonic()
         faults = self.commander.faults(now) | self._incompatible_sources
+        loop_problem = self.command_loop.problem(now, self._command_loop_stall_s)
+        if loop_problem:
+            faults["command_loop"] = loop_problem
         stall = self.router.stall(now)
         if stall:
             faults["camera"] = stall
@@ -265,6 +300,10 @@ class BridgeNode(Node):
             self.stats.outputs = self._frames_forwarded + self.link.commands_sent
             for reason, count in self.link.rejected.items():
                 self.stats.rejected[reason] = count
+            for reason, count in vars(self.commander.state_validator.counters).items():
+                if reason.startswith("rejected_") and count:
+                    self.stats.rejected[f"robot_state_{reason.removeprefix('rejected_')}"] = count
+            self.stats.dropped["command_cycle_errors"] = self.command_loop.errors
             self.stats.dropped["stale_action_watchdog_trips"] = self.commander.watchdog_trips
             self.stats.dropped["command_deadlines_missed"] = self.command_loop.missed_deadlines
             status = make_teleop_status(self.stats, NODE_NAME, int(self.commander.mode), stamp)
