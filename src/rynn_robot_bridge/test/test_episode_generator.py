@@ -67,6 +67,23 @@ def test_bags_have_the_expected_topics_counts_and_shapes(generated):
         assert summary["task"] == task and isinstance(summary["success"], bool)
 
 
+def test_generated_bags_are_written_by_the_recorders_writer(generated):
+    """Same writer as the recorder: offered QoS of the live publishers, type hashes, ros_distro jazzy."""
+    from mcap.reader import make_reader
+
+    bag = generated / TASKS[0] / "episode_0000" / "bag"
+    info = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert info["ros_distro"] == "jazzy"
+    topics = {t["topic_metadata"]["name"]: t["topic_metadata"] for t in info["topics_with_message_count"]}
+    assert topics["/rynn/episode"]["offered_qos_profiles"][0]["durability"] == "transient_local"
+    camera = topics["/camera/camera/color/image_raw"]["offered_qos_profiles"][0]
+    assert (camera["reliability"], camera["durability"], camera["depth"]) == ("reliable", "volatile", 2)
+    with next(bag.glob("*.mcap")).open("rb") as stream:
+        channels = {c.topic: c.metadata for c in make_reader(stream).get_summary().channels.values()}
+    assert channels["/rynn/action"]["topic_type_hash"] == make_typestore().hash_rihs01("rynn_teleop_msgs/msg/RobotAction")
+    assert yaml.safe_load(channels["/rynn/episode"]["offered_qos_profiles"]) == topics["/rynn/episode"]["offered_qos_profiles"]
+
+
 def test_index_lists_every_episode_and_no_partial_remains(generated):
     index = json.loads((generated / "index.json").read_text())["episodes"]
     assert [(e["task"], e["episode"], e["frames"]) for e in index] == [(t, 0, 8) for t in TASKS]

@@ -9,6 +9,7 @@ import pytest
 from rosbags.rosbag2 import Reader
 
 from rynn_retarget.description import D435I_COLOR
+from rynn_robot_bridge.recording.metadata import file_sha256
 from rynn_robot_bridge.episodes.bag_writer import make_typestore
 from rynn_robot_bridge.export.clips import export_clips
 
@@ -55,7 +56,9 @@ def test_clips_match_the_generator_layout_and_resume(tmp_path):
     assert [(e["task"], e["episode"], e["mode"], e["frames"]) for e in entries] == [
         ("stack_cups", 0, "digital", 16), ("stack_cups", 1, "real", 8)]
     index = json.loads((out / "index.json").read_text())["episodes"]
-    assert index == entries and index[0]["source_bag"] == str(digital.resolve())
+    assert index == entries and index[0]["source_bag"] == digital.name  # portable: name + sha256, no local path
+    assert index[0]["source_bag_sha256"] == file_sha256(next(digital.glob("*.mcap")))
+    assert str(tmp_path) not in (out / "index.json").read_text()
     assert [e["bag"] for e in index] == ["stack_cups/episode_0000/bag", "stack_cups/episode_0001/bag"]
     frames = np.load(out / index[1]["frames_file"])
     assert set(frames.files) == {"stamp_ns", "action", "joint_position", "skeleton_uvd", "skeleton_valid"}

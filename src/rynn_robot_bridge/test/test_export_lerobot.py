@@ -15,6 +15,7 @@ import pytest
 from rynn_retarget.action_layout import joint_names
 from rynn_robot_bridge.export.bag_episode import EpisodeExportError, find_bags, load_episode
 from rynn_robot_bridge.export.lerobot import IMAGE_KEY, export
+from rynn_robot_bridge.recording.metadata import file_sha256
 from rynn_robot_bridge.recording.recorder import EpisodeRecorder, RecorderSettings
 from ros_test_tools import node_env
 
@@ -114,6 +115,19 @@ def test_export_reads_back_with_pyarrow_and_a_video_decoder(bags, tmp_path):
     stats = json.loads((out / "meta/stats.json").read_text())
     assert stats["action"]["count"] == [40] and len(stats["observation.state"]["mean"]) == 54
     assert np.array(stats[IMAGE_KEY]["mean"]).shape == (3, 1, 1)
+    # every feature LeRobot's writer has statistics for, the index features included, over the whole dataset
+    assert set(stats) == set(info["features"])
+    for name in ("timestamp", "frame_index", "episode_index", "index", "task_index", "mode"):
+        values = np.asarray(data[name], dtype=np.float64)
+        assert stats[name]["min"] == [values.min()] and stats[name]["max"] == [values.max()], name
+        np.testing.assert_allclose(stats[name]["mean"], [values.mean()], rtol=1e-6, err_msg=name)
+        np.testing.assert_allclose(stats[name]["std"], [values.std()], rtol=1e-6, err_msg=name)
+        assert stats[name]["count"] == [40]
+    assert episodes[1]["stats/index/min"] == [16] and episodes[1]["stats/frame_index/max"] == [23]
+    # the source bag by name and content hash, never by this machine's path
+    assert [e["source_bag"] for e in episodes] == [bags[0].name, bags[1].name]
+    assert episodes[0]["source_bag_sha256"] == file_sha256(next(bags[0].glob("*.mcap")))
+    assert not any(str(tmp_path.parent) in json.dumps(e, default=str) for e in episodes)
 
     with av.open(str(out / f"videos/{IMAGE_KEY}/chunk-000/file-000.mp4")) as container:
         stream = container.streams.video[0]
@@ -138,7 +152,7 @@ def test_bad_bags_are_named_or_counted(tmp_path):
         load_episode(wrong_size, 16)
     info, skipped = export([tmp_path / "recordings"], tmp_path / "dataset", fps=16, progress=False)
     assert info["total_episodes"] == 1 and set(skipped) == {str(no_camera), str(wrong_size)}
-    assert pq.read_table(tmp_path / "dataset/meta/episodes/chunk-000/file-000.parquet")["source_bag"].to_pylist() == [str(good)]
+    assert pq.read_table(tmp_path / "dataset/meta/episodes/chunk-000/file-000.parquet")["source_bag"].to_pylist() == [good.name]
     with pytest.raises(FileExistsError):
         export([good], tmp_path / "dataset", fps=16, progress=False)
     (good / "metadata.yaml").unlink()  # as a crashed recorder leaves it

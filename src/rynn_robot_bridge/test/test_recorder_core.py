@@ -8,13 +8,15 @@ import shutil
 import numpy as np
 import pytest
 import yaml
+from mcap.reader import make_reader
 from rosbags.rosbag2 import Reader
 
 from rynn_retarget.description import default_urdf_path
 from rynn_robot_bridge.recording.metadata import (PACKAGED_PREFIX, SIDECAR_NAME, EpisodeSetup, checkpoint_sha256,
-                                                  file_sha256)
+                                                  file_sha256, portable_name)
 from rynn_robot_bridge.recording.recorder import EpisodeRecorder, RecorderError, RecorderSettings
 from rynn_robot_bridge.recording.recover import find_incomplete, main as recover_main, recover_episode
+from rynn_robot_bridge.recording.rosbag2_mcap import LATCHED_QOS, INFINITE_NS, OfferedQos, make_typestore
 from rynn_robot_bridge.recording.settings import load_recorder_settings, parse_topic
 
 ACTION = "rynn_teleop_msgs/msg/RobotAction"
@@ -133,7 +135,7 @@ def test_recover_rebuilds_a_torn_bag_up_to_its_last_flush(recorder, tmp_path):
 
 def test_config_file_and_topic_entries(tmp_path):
     settings = load_recorder_settings()
-    assert "/rynn/action rynn_teleop_msgs/msg/RobotAction" in settings.topics and settings.latched_topics == ["/rynn/mode"]
+    assert "/rynn/action rynn_teleop_msgs/msg/RobotAction" in settings.topics and settings.latched_topics == ["/rynn/mode", "/tf_static", "/robot_description"]
     assert parse_topic("/joint_states sensor_msgs/msg/JointState") == ("/joint_states", "sensor_msgs/msg/JointState")
     with pytest.raises(ValueError, match="must be"):
         parse_topic("/joint_states")
@@ -152,10 +154,96 @@ def test_without_a_checkpoint_the_packaged_default_of_the_model_config_is_record
     packaged = packaged_checkpoint("embedded_cpu")
     assert packaged is not None, "rynn_world ships a default checkpoint for embedded_cpu"
     setup = EpisodeSetup.create("t", "op", "digital", "", "", 1, model_config="embedded_cpu")
-    assert setup.world_model_checkpoint == PACKAGED_PREFIX + str(packaged)
+    assert setup.world_model_checkpoint == PACKAGED_PREFIX + "rynn_world/checkpoints/embedded_cpu"  # not this machine's path
     assert setup.world_model_checkpoint_sha256 == checkpoint_sha256(packaged) != "none"
     # a config that ships nothing (the unit-test one) records "none"; a given checkpoint wins
     none = EpisodeSetup.create("t", "op", "digital", "", "", 1, model_config="tiny")
     assert (none.world_model_checkpoint, none.world_model_checkpoint_sha256) == ("none", "none")
     given = EpisodeSetup.create("t", "op", "digital", "", str(tmp_path), 1, model_config="embedded_cpu")
-    assert given.world_model_checkpoint == str(tmp_path)
+    assert given.world_model_checkpoint == tmp_path.name  # basename; the sha256 identifies it
+
+
+ACTION_QOS = OfferedQos(depth=10)  # the retarget node's /rynn/action publisher
+INFINITE = {"sec": 9223372036, "nsec": 854775807}
+
+
+def read_mcap(bag):
+    """(header, {topic: (schema name, channel metadata)}, rosbag2 metadata record) with the mcap library."""
+    with next(bag.glob("*.mcap")).open("rb") as stream:
+        reader = make_reader(stream)
+        summary = reader.get_summary()
+        channels = {c.topic: (summary.schemas[c.schema_id].name, dict(c.metadata)) for c in summary.channels.values()}
+        records = {m.name: dict(m.metadata) for m in reader.iter_metadata()}
+        return reader.get_header(), channels, records
+
+
+def test_bags_carry_offered_qos_type_hashes_and_jazzy_as_rosbag2_writes_them(recorder, tmp_path):
+    recorder.offered_qos.update({"/rynn/mode": [LATCHED_QOS], "/rynn/action": [ACTION_QOS]})
+    recorder.offer("/rynn/mode", STRING, serialized_mode(recorder, "digital"), 5)
+    name = recorder.start("t", "o", 1_000, 0.0)
+    recorder.offer("/rynn/action", ACTION, serialized_action(recorder, 0.5, 1), 2_000)
+    recorder.stop()
+    bag = tmp_path / "out" / name
+    store = make_typestore()
+
+    info = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert info["ros_distro"] == "jazzy" and info["version"] == 9
+    topics = {t["topic_metadata"]["name"]: t["topic_metadata"] for t in info["topics_with_message_count"]}
+    mode = topics["/rynn/mode"]
+    assert mode["offered_qos_profiles"] == [{
+        "history": "keep_last", "depth": 1, "reliability": "reliable", "durability": "transient_local",
+        "deadline": INFINITE, "lifespan": INFINITE, "liveliness": "automatic", "liveliness_lease_duration": INFINITE,
+        "avoid_ros_namespace_conventions": False}]
+    assert mode["type_description_hash"] == store.hash_rihs01(STRING) and mode["type_description_hash"].startswith("RIHS01_")
+    assert topics["/rynn/action"]["offered_qos_profiles"][0]["durability"] == "volatile"
+
+    header, channels, records = read_mcap(bag)
+    assert header.profile == "ros2"
+    schema, metadata = channels["/rynn/mode"]
+    assert schema == STRING and metadata["topic_type_hash"] == store.hash_rihs01(STRING)
+    assert yaml.safe_load(metadata["offered_qos_profiles"]) == mode["offered_qos_profiles"]
+    assert channels["/rynn/action"][1]["topic_type_hash"] == store.hash_rihs01(ACTION)
+    assert yaml.safe_load(records["rosbag2"]["serialized_metadata"])["ros_distro"] == "jazzy"
+
+    with Reader(bag) as reader:  # rosbags reads the QoS back from the channel metadata too
+        by_topic = {c.topic: c for c in reader.connections}
+        assert by_topic["/rynn/mode"].ext.offered_qos_profiles[0].durability.name == "TRANSIENT_LOCAL"
+
+
+def test_recovery_keeps_the_offered_qos(recorder, tmp_path):
+    recorder.offered_qos["/rynn/mode"] = [LATCHED_QOS]
+    recorder.offer("/rynn/mode", STRING, serialized_mode(recorder, "real"), 5)
+    name = recorder.start("t", "o", 1, 0.0)
+    recorder.flush_if_due(recorder.settings.flush_period_s + 1.0)
+    crashed = tmp_path / "out" / "episode_0077"
+    shutil.copytree(tmp_path / "out" / name, crashed)
+    recover_episode(crashed)
+    recorder.stop()
+    info = yaml.safe_load((crashed / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    (mode,) = [t["topic_metadata"] for t in info["topics_with_message_count"]]
+    assert mode["offered_qos_profiles"] == [LATCHED_QOS.as_rosbag2()] and info["ros_distro"] == "jazzy"
+
+
+def test_qos_from_an_rclpy_profile_maps_unset_times_to_infinite():
+    rclpy_qos = pytest.importorskip("rclpy.qos")
+    from rclpy.duration import Duration
+
+    profile = rclpy_qos.QoSProfile(depth=3, reliability=rclpy_qos.ReliabilityPolicy.BEST_EFFORT,
+                                   durability=rclpy_qos.DurabilityPolicy.TRANSIENT_LOCAL, lifespan=Duration(seconds=2))
+    qos = OfferedQos.from_profile(profile)
+    assert (qos.depth, qos.reliability, qos.durability, qos.history) == (3, "best_effort", "transient_local", "keep_last")
+    assert (qos.lifespan_ns, qos.deadline_ns) == (2 * 10**9, INFINITE_NS)
+    assert OfferedQos.from_rosbag2(qos.as_rosbag2()) == qos
+
+
+def test_episode_records_name_files_portably(recorder, tmp_path):
+    """No absolute path of the recording machine in the metadata: package-relative or basename plus sha256."""
+    name = recorder.start("t", "o", 1, 0.0)
+    summary = recorder.stop()
+    assert summary["robot_description"] == "rynn_retarget/description/rynn_bimanual.urdf"
+    assert summary["world_model_checkpoint"] == "checkpoint"  # the fixture's directory, by basename
+    bag = tmp_path / "out" / name
+    for text in ((bag / "metadata.yaml").read_text(), (bag / SIDECAR_NAME).read_text()):
+        assert str(tmp_path) not in text and "site-packages" not in text and "/work/" not in text
+    assert portable_name(default_urdf_path()) == "rynn_retarget/description/rynn_bimanual.urdf"
+    assert portable_name(tmp_path / "robots" / "m6.urdf") == "m6.urdf"

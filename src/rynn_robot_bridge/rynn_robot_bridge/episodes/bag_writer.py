@@ -1,8 +1,10 @@
-"""Write one episode as a rosbag2 MCAP bag with ``rosbags`` (no ROS install needed).
+"""Write one generated episode as a rosbag2 MCAP bag (no ROS install needed).
 
-Messages are the standard Jazzy types plus rynn_teleop_msgs, registered from
-the project's own .msg files so the bag's type definitions are exactly the
-ones the ROS nodes use, and ``ros2 bag info`` / any rosbag2 reader opens it.
+Messages are the standard Jazzy types plus rynn_teleop_msgs, so the bag's type
+definitions are exactly the ones the ROS nodes use. The file is written by the
+recorder's writer (``recording.rosbag2_mcap``): each topic carries the QoS the
+live graph's publisher of that topic offers, so a replayed generated episode
+behaves like a recorded one.
 """
 
 from __future__ import annotations
@@ -11,11 +13,10 @@ import json
 from pathlib import Path
 
 import numpy as np
-from rosbags.rosbag2 import StoragePlugin, Writer
-from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from rynn_retarget.action_layout import joint_names
 from rynn_retarget.description import CameraIntrinsics
+from rynn_robot_bridge.recording.rosbag2_mcap import LATCHED_QOS, OfferedQos, Rosbag2McapWriter, make_typestore
 
 CAMERA_FRAME = "camera_color_optical_frame"
 TOPICS = {
@@ -28,31 +29,18 @@ TOPICS = {
     "joint_states": ("/joint_states", "sensor_msgs/msg/JointState"),
     "episode": ("/rynn/episode", "std_msgs/msg/String"),
 }
-
-
-def teleop_msg_dir() -> Path:
-    """rynn_teleop_msgs' .msg files: the installed share directory, else the source tree."""
-    try:
-        from ament_index_python.packages import get_package_share_directory
-
-        installed = Path(get_package_share_directory("rynn_teleop_msgs")) / "msg"
-        if installed.is_dir():
-            return installed
-    except (ImportError, LookupError, OSError):  # not installed, or no ament environment
-        pass
-    source = Path(__file__).resolve().parents[3] / "rynn_teleop_msgs" / "msg"
-    if not source.is_dir():
-        raise FileNotFoundError("rynn_teleop_msgs .msg files not found (neither installed nor in the source tree)")
-    return source
-
-
-def make_typestore():
-    store = get_typestore(Stores.ROS2_JAZZY)
-    types = {}
-    for path in sorted(teleop_msg_dir().glob("*.msg")):
-        types.update(get_types_from_msg(path.read_text(), f"rynn_teleop_msgs/msg/{path.stem}"))
-    store.register(types)
-    return store
+# What the live graph's publishers offer (bridge: canonical camera depth 2, /joint_states depth 10;
+# retarget node: reliable depth 10); one-off messages are latched.
+OFFERED_QOS = {
+    "image": OfferedQos(depth=2),
+    "camera_info": OfferedQos(depth=2),
+    "reference_image": LATCHED_QOS,
+    "skeleton": OfferedQos(),
+    "skeleton_pixels": OfferedQos(),
+    "action": OfferedQos(),
+    "joint_states": OfferedQos(),
+    "episode": LATCHED_QOS,
+}
 
 
 class EpisodeBagWriter:
@@ -62,22 +50,18 @@ class EpisodeBagWriter:
         self.store = make_typestore()
         self.types = self.store.types
         self.intrinsics = intrinsics
-        self._writer = Writer(path, version=9, storage_plugin=StoragePlugin.MCAP)
-        self._writer.open()
-        self._connections = {
-            key: self._writer.add_connection(topic, msgtype, typestore=self.store) for key, (topic, msgtype) in TOPICS.items()
-        }
+        self._writer = Rosbag2McapWriter(path, self.store)
+        for key, (topic, msgtype) in TOPICS.items():
+            self._writer.add_topic(topic, msgtype, [OFFERED_QOS[key]])
         self._joint_names = joint_names()
         self._action_sequence = 0
 
     def close(self, custom_data: dict[str, str]) -> None:
-        for key, value in custom_data.items():
-            self._writer.set_custom_data(key, value)
+        self._writer.custom_data.update(custom_data)
         self._writer.close()
 
     def _write(self, key: str, msg, stamp_ns: int) -> None:
-        msgtype = TOPICS[key][1]
-        self._writer.write(self._connections[key], stamp_ns, self.store.serialize_cdr(msg, msgtype))
+        self._writer.write_message(TOPICS[key][0], msg, stamp_ns)
 
     def _header(self, stamp_ns: int, frame_id: str):
         Time = self.types["builtin_interfaces/msg/Time"]

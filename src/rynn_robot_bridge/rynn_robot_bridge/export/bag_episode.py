@@ -22,6 +22,7 @@ from rosbags.rosbag2 import Reader
 from rynn_retarget.action_layout import ACTION_DIM, joint_names
 from rynn_retarget.description import CameraIntrinsics
 from rynn_robot_bridge.episodes.bag_writer import make_typestore
+from rynn_robot_bridge.recording.metadata import file_sha256
 from rynn_robot_bridge.ros_camera import image_to_rgb
 
 MODE_CODES = {"real": 0, "digital": 1, "unknown": 255}  # TeleopStatus.MODE_*
@@ -116,6 +117,15 @@ class _Stream:
 
     def latest_before(self, times: np.ndarray) -> np.ndarray:
         return np.searchsorted(np.asarray(self.stamps, dtype=np.int64), times, side="right") - 1
+
+
+def bag_sha256(bag: Path) -> str:
+    """sha256 of the bag's MCAP file: with the bag's name, how datasets identify their source bag
+    (never by the recording machine's path)."""
+    files = sorted(Path(bag).glob("*.mcap"))
+    if len(files) != 1:
+        raise EpisodeExportError(f"{bag}: expected one .mcap file, found {len(files)}")
+    return file_sha256(files[0])
 
 
 def read_metadata(bag: Path) -> dict:

@@ -10,7 +10,7 @@ reference image), ``frames.npz`` (the generator's frame-aligned arrays) and
 ``write_index``. The training readers (rynn_world.data.robot_episodes) therefore
 take recorded and generated episodes alike. The skeleton is the retargeter's
 /rynn/operator/skeleton_camera; its pixels use the recorded CameraInfo.
-Re-running skips bags already exported.
+Re-running skips bags already exported (recognised by their sha256, so a moved bag is still known).
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from tqdm import tqdm
 
 from rynn_robot_bridge.episodes.bag_writer import EpisodeBagWriter, skeleton_pixels
 from rynn_robot_bridge.episodes.generate import INDEX_NAME, episode_dir, write_index
-from rynn_robot_bridge.export.bag_episode import AlignedEpisode, EpisodeExportError, ExportTopics, find_bags, load_episode
+from rynn_robot_bridge.export.bag_episode import (AlignedEpisode, EpisodeExportError, ExportTopics, bag_sha256, find_bags,
+                                                  load_episode)
 
 
 def task_dir_name(task: str) -> str:
@@ -65,7 +66,7 @@ def write_clip_bag(path: Path, episode: AlignedEpisode, summary: dict) -> dict[s
     }
 
 
-def write_clip(out: Path, episode: AlignedEpisode, task: str) -> dict:
+def write_clip(out: Path, episode: AlignedEpisode, task: str, source_sha256: str) -> dict:
     """One clip directory, built as ``.partial`` and renamed into place (a crash leaves no half clip)."""
     task_name = task_dir_name(task)
     existing = [int(p.name.split("_")[1]) for p in (out / task_name).glob("episode_[0-9][0-9][0-9][0-9]")]
@@ -80,7 +81,8 @@ def write_clip(out: Path, episode: AlignedEpisode, task: str) -> dict:
             "task": task_name, "task_text": task, "episode": index, "seed": None, "success": None,
             "frames": episode.length, "duration_s": episode.length / episode.fps, "fps": episode.fps,
             "image_width": width, "image_height": height, "source": "recorded", "mode": episode.mode_label,
-            "operator_id": episode.metadata.get("operator_id", ""), "source_bag": str(episode.bag.resolve()),
+            "operator_id": episode.metadata.get("operator_id", ""), "source_bag": episode.bag.name,
+            "source_bag_sha256": source_sha256,
             "bag": f"{task_name}/{final.name}/bag",
             "frames_file": f"{task_name}/{final.name}/frames.npz",
             "robot_description_sha256": episode.metadata.get("robot_description_sha256", ""),
@@ -100,14 +102,15 @@ def export_clips(bags: list[Path], out: Path, fps: float = 16.0, topics: ExportT
                  task: str = "teleoperation", progress: bool = True) -> tuple[list[dict], dict[str, str]]:
     """Export every bag not yet in ``out``; returns (index entries, {bag: reason} for the ones skipped)."""
     out.mkdir(parents=True, exist_ok=True)
-    done = {e.get("source_bag") for e in (write_index(out) if any(out.iterdir()) else [])}
+    done = {e.get("source_bag_sha256") for e in (write_index(out) if any(out.iterdir()) else [])}
     skipped: dict[str, str] = {}
     for bag in tqdm(find_bags(bags), desc="clips", unit="ep", disable=not progress):
-        if str(bag.resolve()) in done:
-            continue
         try:
+            source_sha256 = bag_sha256(bag)
+            if source_sha256 in done:
+                continue
             episode = load_episode(bag, fps, topics, with_skeleton=True)
-            write_clip(out, episode, episode.metadata.get("task") or task)
+            write_clip(out, episode, episode.metadata.get("task") or task, source_sha256)
         except EpisodeExportError as exc:
             skipped[str(bag)] = str(exc)
             tqdm.write(f"skipped {bag}: {exc}")

@@ -28,7 +28,8 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from rynn_retarget.action_layout import ACTION_DIM, joint_names
-from rynn_robot_bridge.export.bag_episode import AlignedEpisode, EpisodeExportError, ExportTopics, find_bags, load_episode
+from rynn_robot_bridge.export.bag_episode import (AlignedEpisode, EpisodeExportError, ExportTopics, bag_sha256, find_bags,
+                                                  load_episode)
 
 CODEBASE_VERSION = "v3.0"
 IMAGE_KEY = "observation.images.egocentric"
@@ -96,15 +97,17 @@ class LeRobotDatasetWriter:
             self._encode(rgb)
             if frame_index in image_samples:
                 sampled.append(rgb[::4, ::4].reshape(-1, 3) / 255.0)
-        timestamps = np.arange(n, dtype=np.float32) / self.fps
+        indices = {  # LeRobot's index features, each with statistics like every other feature
+            "timestamp": np.arange(n, dtype=np.float32) / self.fps,
+            "frame_index": np.arange(n, dtype=np.int64),
+            "episode_index": np.full(n, index, dtype=np.int64),
+            "index": self.total_frames + np.arange(n, dtype=np.int64),
+            "task_index": np.full(n, task_index, dtype=np.int64),
+        }
         table = pa.table({
             "observation.state": _vectors(episode.state),
             "action": _vectors(episode.action),
-            "timestamp": pa.array(timestamps, pa.float32()),
-            "frame_index": pa.array(np.arange(n), pa.int64()),
-            "episode_index": pa.array(np.full(n, index), pa.int64()),
-            "index": pa.array(self.total_frames + np.arange(n), pa.int64()),
-            "task_index": pa.array(np.full(n, task_index), pa.int64()),
+            **{name: pa.array(values) for name, values in indices.items()},
             "mode": pa.array(episode.mode, pa.int64()),
         })
         data_file = self._append_data(table)
@@ -112,8 +115,8 @@ class LeRobotDatasetWriter:
         image = feature_stats(pixels)
         image = {k: (v.reshape(3, 1, 1) if k != "count" else np.array([len(sampled)])) for k, v in image.items()}
         stats = {"observation.state": feature_stats(episode.state), "action": feature_stats(episode.action),
-                 "timestamp": feature_stats(timestamps[:, None]), IMAGE_KEY: image,
-                 "mode": feature_stats(episode.mode[:, None])}
+                 IMAGE_KEY: image, "mode": feature_stats(episode.mode[:, None]),
+                 **{name: feature_stats(values[:, None]) for name, values in indices.items()}}
         self.episode_stats.append(stats)
         row = {
             "episode_index": index, "tasks": [task], "length": n,
@@ -124,7 +127,7 @@ class LeRobotDatasetWriter:
             f"videos/{IMAGE_KEY}/to_timestamp": self._video_frames / self.fps,
             "meta/episodes/chunk_index": 0, "meta/episodes/file_index": 0,
             "mode": episode.mode_label, "operator_id": episode.metadata.get("operator_id", ""),
-            "source_bag": str(episode.bag),
+            "source_bag": episode.bag.name, "source_bag_sha256": bag_sha256(episode.bag),
             "robot_description_sha256": episode.metadata.get("robot_description_sha256", ""),
             "world_model_checkpoint_sha256": episode.metadata.get("world_model_checkpoint_sha256", ""),
             "skipped_messages": json.dumps(dict(episode.skipped), sort_keys=True),

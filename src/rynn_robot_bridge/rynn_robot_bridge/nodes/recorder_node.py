@@ -33,6 +33,7 @@ from rynn_retarget.pipeline_stats import PipelineStats
 from rynn_retarget.ros_conversions import make_diagnostics, make_teleop_status
 from rynn_robot_bridge.recording.recorder import EpisodeRecorder, RecorderError, RecorderSettings
 from rynn_robot_bridge.recording.recover import find_incomplete, recover_episode
+from rynn_robot_bridge.recording.rosbag2_mcap import OfferedQos
 from rynn_robot_bridge.recording.settings import load_recorder_settings, parse_topic
 from rynn_teleop_msgs.msg import TeleopStatus
 
@@ -105,6 +106,8 @@ class RecorderNode(Node):
         stamp_ns = self.get_clock().now().nanoseconds
         started = time.perf_counter()
         with self._lock:
+            if not self.recorder.offered_qos.get(topic):
+                self._learn_offered_qos(topic)
             try:
                 self.recorder.offer(topic, msgtype, raw, stamp_ns)
             except Exception as exc:  # counted as failed by the recorder; the node keeps recording
@@ -113,6 +116,12 @@ class RecorderNode(Node):
                 return
             if self.recorder.recording:
                 self.stats.record("bag_write", time.perf_counter() - started)
+
+    def _learn_offered_qos(self, topic: str) -> None:
+        """What the topic's publishers offer, as ``ros2 bag record`` stores it (asked once a sample arrived)."""
+        self.recorder.offered_qos[topic] = [
+            OfferedQos.from_profile(info.qos_profile) for info in self.get_publishers_info_by_topic(topic)
+        ]
 
     def _lost(self, topic: str, count: int) -> None:
         with self._lock:

@@ -1,9 +1,11 @@
-"""One episode's rosbag2 MCAP bag, written with ``rosbags`` from already-serialized CDR messages.
+"""One episode's rosbag2 MCAP bag, written by the shared Jazzy writer from already-serialized CDR messages.
 
 The bag directory holds ``<name>.mcap``, ``metadata.yaml`` (written on close, so
 ``ros2 bag info/play`` and Foxglove open it) and ``episode_info.json`` (setup and
 per-topic counters, rewritten at every flush so a crashed episode still says
-what it is; ``recover.py`` rebuilds metadata.yaml from the MCAP file).
+what it is; ``recover.py`` rebuilds metadata.yaml from the MCAP file). Each topic
+carries the QoS its publishers offered (``offered_qos``, filled by the node from the
+ROS graph), so ``ros2 bag play`` republishes latched topics latched.
 """
 
 from __future__ import annotations
@@ -14,9 +16,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from rosbags.rosbag2 import StoragePlugin, Writer
-
 from rynn_robot_bridge.recording.metadata import SIDECAR_NAME, EpisodeSetup
+from rynn_robot_bridge.recording.rosbag2_mcap import OfferedQos, Rosbag2McapWriter
 
 
 @dataclass
@@ -32,20 +33,6 @@ class TopicCounts:
         return {"received": self.received, "written": self.written, "failed": self.failed, "lost": self.lost}
 
 
-def flush_mcap(writer: Writer) -> None:
-    """Put everything written so far into the file: close the open MCAP chunk and flush the stream.
-
-    rosbags buffers up to 1 MiB per chunk in memory and has no public flush, so
-    this reaches into its MCAP storage; a clear error if that ever changes.
-    """
-    storage = writer.storage
-    if storage is None or not hasattr(storage, "close_chunk") or not hasattr(storage, "bio"):
-        raise RuntimeError("this rosbags version's MCAP writer cannot be flushed (expected close_chunk/bio)")
-    if storage.chunk.bio.tell():
-        storage.close_chunk()
-    storage.bio.flush()
-
-
 def write_json_atomically(path: Path, data: dict) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
@@ -55,15 +42,14 @@ def write_json_atomically(path: Path, data: dict) -> None:
 class EpisodeBag:
     """An open episode bag: ``write`` serialized messages, ``flush`` regularly, then ``close`` or ``discard``."""
 
-    def __init__(self, path: Path, setup: EpisodeSetup, typestore):
+    def __init__(self, path: Path, setup: EpisodeSetup, typestore,
+                 offered_qos: dict[str, list[OfferedQos]] | None = None):
         self.path = Path(path)
         self.setup = setup
         self.counts: dict[str, TopicCounts] = {}
         self.modes_seen: list[str] = [] if setup.mode == "unknown" else [setup.mode]
-        self._store = typestore
-        self._writer = Writer(self.path, version=9, storage_plugin=StoragePlugin.MCAP)
-        self._writer.open()
-        self._connections: dict[str, object] = {}
+        self.offered_qos = offered_qos if offered_qos is not None else {}  # topic -> its publishers' QoS
+        self._writer = Rosbag2McapWriter(self.path, typestore)
         self.write_sidecar(state="recording")
 
     def counts_for(self, topic: str) -> TopicCounts:
@@ -74,11 +60,9 @@ class EpisodeBag:
         counts = self.counts_for(topic)
         counts.received += 1
         try:
-            connection = self._connections.get(topic)
-            if connection is None:
-                connection = self._writer.add_connection(topic, msgtype, typestore=self._store)
-                self._connections[topic] = connection
-            self._writer.write(connection, stamp_ns, raw)
+            if topic not in self._writer.topics:
+                self._writer.add_topic(topic, msgtype, self.offered_qos.get(topic, []))
+            self._writer.write(topic, stamp_ns, raw)
         except Exception:
             counts.failed += 1
             raise
@@ -112,14 +96,13 @@ class EpisodeBag:
 
     def flush(self) -> None:
         """Everything written so far reaches the file; a SIGKILL after this loses nothing before it."""
-        flush_mcap(self._writer)
+        self._writer.flush()
         self.write_sidecar(state="recording")
 
     def close(self) -> dict:
         """Finish the MCAP file and metadata.yaml (custom_data carries the setup and counters)."""
         summary = self.summary(state="complete")
-        for key, value in custom_data(summary).items():
-            self._writer.set_custom_data(key, value)
+        self._writer.custom_data.update(custom_data(summary))
         self._writer.close()
         write_json_atomically(self.path / SIDECAR_NAME, summary)
         return summary

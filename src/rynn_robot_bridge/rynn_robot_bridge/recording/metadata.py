@@ -7,6 +7,7 @@ or world-model checkpoints are never silently mixed.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,6 +17,7 @@ from rynn_retarget.description import resolve_urdf_path
 NO_CHECKPOINT = "none"
 PACKAGED_PREFIX = "packaged default: "
 SIDECAR_NAME = "episode_info.json"  # next to metadata.yaml; rewritten at every flush, so it survives a crash
+PACKAGES_WITH_DATA = ("rynn_retarget", "rynn_world", "rynn_robot_bridge")  # whose shipped files are named portably
 
 
 def file_sha256(path: Path) -> str:
@@ -24,6 +26,20 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: stream.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def portable_name(path: str | Path) -> str:
+    """How a data record names a file: package-relative for a file shipped in one of the project's
+    packages (``rynn_retarget/description/rynn_bimanual.urdf``), else its basename; never the
+    recording machine's absolute path (the sha256 next to it says which file it was)."""
+    resolved = Path(path).expanduser().resolve()
+    for package in PACKAGES_WITH_DATA:
+        spec = importlib.util.find_spec(package)
+        for root in (spec.submodule_search_locations or []) if spec else []:
+            root = Path(root).resolve()
+            if resolved.is_relative_to(root):
+                return f"{package}/{resolved.relative_to(root).as_posix()}"
+    return resolved.name
 
 
 def checkpoint_sha256(path: str | Path | None) -> str:
@@ -62,7 +78,7 @@ class EpisodeSetup:
     task: str
     operator_id: str
     mode: str  # "real" | "digital" | "unknown" (no /rynn/mode received yet)
-    robot_description: str
+    robot_description: str  # portable_name(): package-relative or basename, identified by the sha256
     robot_description_sha256: str
     world_model_checkpoint: str
     world_model_checkpoint_sha256: str
@@ -73,9 +89,11 @@ class EpisodeSetup:
                model_config: str = ""):
         urdf = resolve_urdf_path(urdf_path or None)
         resolved = resolve_checkpoint(checkpoint, model_config)
-        described = resolved if checkpoint or not resolved else PACKAGED_PREFIX + resolved
+        described = portable_name(resolved) if resolved else ""
+        if resolved and not checkpoint:
+            described = PACKAGED_PREFIX + described
         return cls(
-            task=task, operator_id=operator_id, mode=mode, robot_description=str(urdf),
+            task=task, operator_id=operator_id, mode=mode, robot_description=portable_name(urdf),
             robot_description_sha256=file_sha256(urdf), world_model_checkpoint=described or NO_CHECKPOINT,
             world_model_checkpoint_sha256=checkpoint_sha256(resolved), start_time_ns=int(start_time_ns),
         )

@@ -16,6 +16,7 @@ from pathlib import Path
 from rynn_robot_bridge.episodes.bag_writer import make_typestore
 from rynn_robot_bridge.recording.episode_bag import EpisodeBag, TopicCounts
 from rynn_robot_bridge.recording.metadata import EpisodeSetup
+from rynn_robot_bridge.recording.rosbag2_mcap import OfferedQos
 
 EPISODE_PATTERN = re.compile(r"^episode_(\d{4,})$")
 UNKNOWN_MODE = "unknown"
@@ -69,6 +70,7 @@ class EpisodeRecorder:
         self.totals = RecorderTotals()
         self.last_stopped: Path | None = None
         self._latched: dict[str, LatchedSample] = {}
+        self.offered_qos: dict[str, list[OfferedQos]] = {}  # topic -> what its publishers offer (from the node)
         self._last_flush_s: float | None = None
         self._next_index = 0  # never reuse a name in one session, even a discarded episode's
 
@@ -114,7 +116,7 @@ class EpisodeRecorder:
                                     self.settings.world_model_checkpoint, stamp_ns, self.settings.world_model_config)
         index = next_episode_index(self.settings.output_dir, self._next_index)
         path = self.settings.output_dir / f"episode_{index:04d}"
-        self.episode = EpisodeBag(path, setup, self.typestore)
+        self.episode = EpisodeBag(path, setup, self.typestore, self.offered_qos)
         self._next_index = index + 1
         self._last_flush_s = monotonic_s
         for topic, sample in self._latched.items():

@@ -22,12 +22,11 @@ from pathlib import Path
 from mcap.exceptions import EndOfFile
 from mcap.records import Channel, Message, Schema
 from mcap.stream_reader import StreamReader
-from rosbags.rosbag2 import StoragePlugin, Writer
 
-from rynn_robot_bridge.episodes.bag_writer import make_typestore
 from rynn_robot_bridge.recording.episode_bag import custom_data, write_json_atomically
 from rynn_robot_bridge.recording.metadata import SIDECAR_NAME
 from rynn_robot_bridge.recording.recorder import EPISODE_PATTERN
+from rynn_robot_bridge.recording.rosbag2_mcap import Rosbag2McapWriter, make_typestore, parse_qos_yaml
 
 MCAP_MAGIC = b"\x89MCAP0\r\n"
 TRUNCATED_SUFFIX = ".truncated"
@@ -78,10 +77,8 @@ def recover_episode(episode: Path) -> dict:
 
     store = make_typestore()
     counts: dict[str, int] = {}
-    writer = Writer(episode, version=9, storage_plugin=StoragePlugin.MCAP)
-    writer.open()
+    writer = Rosbag2McapWriter(episode, store)
     schemas: dict[int, Schema] = {}
-    connections: dict[int, object] = {}
     topics: dict[int, str] = {}
     with mcap_files[0].open("rb") as stream:
         try:
@@ -89,18 +86,17 @@ def recover_episode(episode: Path) -> dict:
                 if isinstance(record, Schema):
                     schemas[record.id] = record
                 elif isinstance(record, Channel):
-                    msgtype = schemas[record.schema_id].name
-                    connections[record.id] = writer.add_connection(record.topic, msgtype, typestore=store)
+                    offered = parse_qos_yaml(record.metadata.get("offered_qos_profiles", ""))
+                    writer.add_topic(record.topic, schemas[record.schema_id].name, offered)
                     topics[record.id] = record.topic
                 elif isinstance(record, Message):
-                    writer.write(connections[record.channel_id], record.log_time, record.data)
+                    writer.write(topics[record.channel_id], record.log_time, record.data)
                     counts[topics[record.channel_id]] = counts.get(topics[record.channel_id], 0) + 1
         except EndOfFile:
             pass  # the file ends after its last complete record: that is the point of recovery
 
     summary = _recovered_summary(original / SIDECAR_NAME, episode.name, counts)
-    for key, value in custom_data(summary).items():
-        writer.set_custom_data(key, value)
+    writer.custom_data.update(custom_data(summary))
     writer.close()
     write_json_atomically(episode / SIDECAR_NAME, summary)
     shutil.rmtree(original)

@@ -13,10 +13,14 @@ DEFAULT_TOPICS = (
     "/joint_states sensor_msgs/msg/JointState",
     "/rynn/action rynn_teleop_msgs/msg/RobotAction",
     "/tf tf2_msgs/msg/TFMessage",
+    "/tf_static tf2_msgs/msg/TFMessage",
+    "/robot_description std_msgs/msg/String",
     "/rynn/status rynn_teleop_msgs/msg/TeleopStatus",
     "/rynn/mode std_msgs/msg/String",
     "/rynn/operator/skeleton_camera rynn_teleop_msgs/msg/BimanualSkeleton",
 )
+
+DEFAULT_LATCHED_TOPICS = ("/rynn/mode", "/tf_static", "/robot_description")  # transient local, re-written per episode
 
 
 @dataclass(frozen=True)
@@ -31,7 +35,7 @@ class RecorderFileSettings:
     world_model_config: str = "embedded_cpu"
     mode_topic: str = "/rynn/mode"
     topics: list[str] = field(default_factory=lambda: list(DEFAULT_TOPICS))
-    latched_topics: list[str] = field(default_factory=lambda: ["/rynn/mode"])
+    latched_topics: list[str] = field(default_factory=lambda: list(DEFAULT_LATCHED_TOPICS))
 
 
 def parse_topic(entry: str) -> tuple[str, str]:
