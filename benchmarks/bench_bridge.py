@@ -1,4 +1,4 @@
-"""Cost of the bridge: camera relay overhead at 640x480 rgb8 30 FPS, and 200 Hz LCM command jitter.
+"""Cost of the bridge: camera relay overhead at 640x480 rgb8 30 FPS, 200 Hz LCM command jitter, and LCM floods.
 
 Three processes over real DDS and LCM: a camera publisher sends every frame both
 to the bridge's private real-camera topic and to a direct topic; this process
@@ -8,7 +8,14 @@ in one run. It also plays the robot on LCM (state at 500 Hz, commands recorded)
 and the operator (/rynn/action at 100 Hz), so the bridge streams motion commands.
 The bridge's CPU is read from /proc before and after the camera starts.
 
-    .venv/bin/python benchmarks/bench_bridge.py [--seconds 20]
+Floods (issue 17 row 10): a separate sender process publishes ``--flood-rate``
+LCM messages/s on the bridge's multicast group for ``--flood-seconds`` each:
+undecodable bytes on the state channel, then well-formed states whose sequence
+goes backwards (each one decoded, validated and rejected; the bridge holds the
+robot meanwhile). Printed: commands/s reaching the robot, the largest gap, the
+bridge's receive counters, and the kernel's UDP receive-buffer drops (system-wide).
+
+    .venv/bin/python benchmarks/bench_bridge.py [--seconds 20] [--flood-rate 5000] [--skip-camera]
 """
 
 from __future__ import annotations
@@ -118,6 +125,43 @@ class BenchRobot:
             thread.join(timeout=1.0)
 
 
+def run_flooder(url: str, channel: str, kind: str, rate: float, seconds: float) -> None:
+    """The flood process: ``rate`` messages/s on ``channel`` for ``seconds``, paced in 10 ms batches."""
+    import lcm
+
+    from rynn_retarget.action_layout import ACTION_DIM
+    from rynn_robot_bridge.lcm_protocol import RobotState, encode_state
+
+    zeros = np.zeros(ACTION_DIM)
+    packet = (b"\x5a" * 700 if kind == "garbage"
+              else encode_state(RobotState(0, 1, -1, 0, zeros, zeros, zeros, 0, 0, 0, 0, 0, 0, 0, 0)))
+    sender = lcm.LCM(url)
+    start = time.monotonic()
+    sent = 0
+    while (elapsed := time.monotonic() - start) < seconds:
+        while sent < rate * elapsed:
+            sender.publish(channel, packet)
+            sent += 1
+        time.sleep(0.01)
+    print(f"flooder sent {sent} {kind} messages in {time.monotonic() - start:.1f} s", flush=True)
+
+
+def udp_receive_buffer_errors() -> int:
+    """The kernel's count of UDP datagrams dropped for a full receive buffer (all sockets of the host)."""
+    lines = [line.split() for line in Path("/proc/net/snmp").read_text().splitlines() if line.startswith("Udp:")]
+    return int(lines[1][lines[0].index("RcvbufErrors")])
+
+
+def command_figures(arrivals, start: float, end: float) -> str:
+    """Commands/s (motion and holds) arriving between monotonic ``start`` and ``end``, and the largest gap
+    between two of them on the bridge's send clock (utime)."""
+    window = [(utime * 1e-6, moving) for arrived, utime, moving in arrivals if start <= arrived <= end]
+    times = np.array([t for t, _ in window])
+    motion = sum(moving for _, moving in window)
+    gap = np.diff(times).max() * 1e3 if times.size > 1 else float("inf")
+    return f"{times.size / (end - start):6.1f} commands/s ({motion / (end - start):6.1f} motion), max gap {gap:6.1f} ms"
+
+
 def motion_arrivals(arrivals) -> np.ndarray:
     """(arrival time [s], sender utime [us]) rows of the motion commands (holds excluded)."""
     return np.array([(t, u) for t, u, motion in arrivals if motion], dtype=np.float64)
@@ -143,10 +187,17 @@ def machine_info() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=20.0, help="measurement window with the camera on")
+    parser.add_argument("--flood-rate", type=float, default=5000.0, help="LCM messages/s of each flood (0: no floods)")
+    parser.add_argument("--flood-seconds", type=float, default=10.0, help="length of each flood")
+    parser.add_argument("--skip-camera", action="store_true", help="only the command stream and the floods")
     parser.add_argument("--camera-publisher", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--flooder", nargs=3, metavar=("URL", "CHANNEL", "KIND"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.camera_publisher:
         run_camera_publisher()
+        return
+    if args.flooder:
+        run_flooder(*args.flooder, args.flood_rate, args.flood_seconds)
         return
 
     import rclpy
@@ -166,7 +217,8 @@ def main() -> None:
         cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
     )
     camera = None
-    robot = BenchRobot(url, "BENCH_STATE", "BENCH_COMMAND")
+    # The measuring robot's own socket gets a large buffer, so a flood cannot hide the bridge's commands from it.
+    robot = BenchRobot(f"{url}&recv_buf_size=4194304", "BENCH_STATE", "BENCH_COMMAND")
     rclpy.init()
     node = rclpy.create_node("bench_bridge")
     executor = SingleThreadedExecutor()
@@ -201,18 +253,36 @@ def main() -> None:
         spin_until(lambda: False, idle_seconds)
         cpu_idle = (process_cpu_seconds(bridge.pid) - cpu_start) / (time.monotonic() - wall_start)
         idle_arrivals = motion_arrivals(robot.arrivals[arrivals_before:])
+        idle_figures = command_figures(robot.arrivals, wall_start, time.monotonic())
 
-        camera = subprocess.Popen([sys.executable, __file__, "--camera-publisher"], cwd=REPO, env=env)
-        if not spin_until(lambda: len(latencies["bridge"]) > 30 and len(latencies["direct"]) > 30, 60.0):
-            raise SystemExit("no frames arrived on both paths")
-        for samples in latencies.values():
-            samples.clear()
-        arrivals_before = len(robot.arrivals)
-        cpu_start, wall_start = process_cpu_seconds(bridge.pid), time.monotonic()
-        spin_until(lambda: False, args.seconds)
-        window = time.monotonic() - wall_start
-        cpu_camera = (process_cpu_seconds(bridge.pid) - cpu_start) / window
-        camera_arrivals = motion_arrivals(robot.arrivals[arrivals_before:])
+        floods = []
+        for kind in ("garbage", "stale_state") if args.flood_rate > 0 else ():
+            rejected_before = statuses[-1].rejected_inputs if statuses else 0
+            kernel_drops_before = udp_receive_buffer_errors()
+            flooder = subprocess.Popen([sys.executable, __file__, "--flooder", url, "BENCH_STATE", kind,
+                                        "--flood-rate", str(args.flood_rate), "--flood-seconds", str(args.flood_seconds)],
+                                       cwd=REPO, env=env, stdout=subprocess.PIPE, text=True)
+            flooding_from = time.monotonic() + 1.0  # the sender's start-up is not part of the flood
+            spin_until(lambda: flooder.poll() is not None, args.flood_seconds + 30.0)
+            flooding_until = time.monotonic()
+            sent_line = flooder.communicate()[0].strip()
+            spin_until(lambda: False, 0.5)  # the next status counts what arrived
+            floods.append((kind, sent_line, command_figures(robot.arrivals, flooding_from, flooding_until),
+                           statuses[-1].rejected_inputs - rejected_before, udp_receive_buffer_errors() - kernel_drops_before))
+            spin_until(lambda: False, 2.0)  # motion resumes before the next phase
+
+        if not args.skip_camera:
+            camera = subprocess.Popen([sys.executable, __file__, "--camera-publisher"], cwd=REPO, env=env)
+            if not spin_until(lambda: len(latencies["bridge"]) > 30 and len(latencies["direct"]) > 30, 60.0):
+                raise SystemExit("no frames arrived on both paths")
+            for samples in latencies.values():
+                samples.clear()
+            arrivals_before = len(robot.arrivals)
+            cpu_start, wall_start = process_cpu_seconds(bridge.pid), time.monotonic()
+            spin_until(lambda: False, args.seconds)
+            window = time.monotonic() - wall_start
+            cpu_camera = (process_cpu_seconds(bridge.pid) - cpu_start) / window
+            camera_arrivals = motion_arrivals(robot.arrivals[arrivals_before:])
     finally:
         for proc in (camera, bridge):
             if proc is not None and proc.poll() is None:
@@ -222,11 +292,17 @@ def main() -> None:
         node.destroy_node()
         rclpy.try_shutdown()
 
-    relay = next((s for s in statuses[-1].latencies if s.stage == "camera_relay"), None) if statuses else None
     print("bench_bridge: rynn_robot_bridge bridge_node relay and command stream")
     print(f"machine: {machine_info()}")
-    print(f"config: {WIDTH}x{HEIGHT} rgb8 at {FPS:g} FPS, RELIABLE depth 2 on both paths; bridge in real mode, "
-          f"LCM {url}, robot state 500 Hz, actions 100 Hz; camera window {window:.1f} s")
+    print(f"config: bridge in real mode, LCM {url}, robot state 500 Hz, actions 100 Hz")
+    print(f"command stream, no flood ({idle_seconds:.0f} s): {idle_figures}")
+    for kind, sent_line, figures, rejected, kernel_drops in floods:
+        print(f"flood {kind:11s} {args.flood_rate:g}/s on the state channel ({sent_line}): {figures}; "
+              f"bridge rejected {rejected}, kernel receive-buffer drops {kernel_drops} (all UDP sockets)")
+    if args.skip_camera:
+        return
+    relay = next((s for s in statuses[-1].latencies if s.stage == "camera_relay"), None) if statuses else None
+    print(f"camera: {WIDTH}x{HEIGHT} rgb8 at {FPS:g} FPS, RELIABLE depth 2 on both paths; camera window {window:.1f} s")
     print(f"camera latency  direct  publisher -> subscriber          {percentiles_ms(latencies['direct'])}")
     print(f"camera latency  bridged publisher -> bridge -> subscriber {percentiles_ms(latencies['bridge'])}")
     print(f"relay overhead (bridged - direct)                        p50 {1e3 * (np.median(latencies['bridge']) - np.median(latencies['direct'])):7.3f} ms  "

@@ -1,11 +1,14 @@
-"""The low-level controller's command gate: which commands may move the joints.
+"""Both ends of the robot link treat what arrives as untrusted: the controller's
+command gate (which commands may move the joints) and the bridge's state
+validator (which measured states may be used), plus the bridge's check that the
+robot follows no other commander.
 
 Kept free of LCM and ROS so the same rules run in the simulated robot, the
-real-robot bridge and the unit tests. The rules mirror a real arm controller:
+real-robot bridge and the unit tests. The gate's rules mirror a real arm controller:
 
-* a packet that does not decode, a wrong joint count, NaN/inf, or a target
-  outside the joint limits is rejected and counted; the robot keeps its
-  previous target;
+* a packet that does not decode, a wrong joint count, an unknown mode, NaN/inf,
+  a target outside the joint limits, or a velocity feed-forward beyond the
+  joint velocity limits is rejected and counted; the robot keeps its previous target;
 * a sequence number that goes backwards or skips more than
   ``max_sequence_gap`` commands is rejected (commands were lost or reordered);
 * no accepted command for ``watchdog_timeout_s`` latches a hold at the
@@ -37,7 +40,9 @@ class Fault(enum.IntFlag):
     SEQUENCE = 64
 
 
-POSITION_MODE = 0  # robot_command_t.MODE_POSITION; any other mode holds
+POSITION_MODE = 0  # robot_command_t.MODE_POSITION
+HOLD_MODE = 1  # robot_command_t.MODE_HOLD
+KNOWN_MODES = (POSITION_MODE, HOLD_MODE)  # any other mode value is a malformed command
 
 
 @dataclass
@@ -51,6 +56,15 @@ class GateCounters:
     watchdog_trips: int = 0
 
 
+@dataclass
+class StateCounters:
+    accepted_states: int = 0
+    rejected_wrong_length: int = 0
+    rejected_non_finite: int = 0
+    rejected_joint_limit: int = 0  # position beyond the margin, or reported/implied velocity implausible
+    rejected_sequence: int = 0
+
+
 _COUNTER_OF = {
     Fault.MALFORMED: "rejected_malformed",
     Fault.WRONG_LENGTH: "rejected_wrong_length",
@@ -60,21 +74,39 @@ _COUNTER_OF = {
 }
 
 
+def _count(counters, fault: Fault) -> None:
+    name = _COUNTER_OF[fault]
+    setattr(counters, name, getattr(counters, name) + 1)
+
+
+def _limit_arrays(lower, upper, velocity, tolerance: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(lower - tolerance, upper + tolerance, velocity) as float arrays of ACTION_DIM; ValueError otherwise."""
+    arrays = [np.asarray(v, dtype=np.float64) for v in (lower, upper, velocity)]
+    if any(a.shape != (ACTION_DIM,) for a in arrays):
+        raise ValueError(f"joint limits need {ACTION_DIM} entries, got {[a.shape for a in arrays]}")
+    if not (arrays[2] > 0).all():
+        raise ValueError("joint velocity limits must be positive")
+    return arrays[0] - tolerance, arrays[1] + tolerance, arrays[2]
+
+
 class CommandGate:
-    """Validates joint commands and tracks the watchdog; times are seconds on any monotonic clock."""
+    """Validates joint commands and tracks the watchdog; times are seconds on any monotonic clock.
+
+    ``velocity`` [rad/s] bounds the feed-forward: a real controller would turn an
+    unbounded one into a velocity it cannot allow, so it is refused like a target
+    beyond the position limits (``Fault.JOINT_LIMIT``).
+    """
 
     def __init__(
         self,
         lower: np.ndarray,
         upper: np.ndarray,
+        velocity: np.ndarray,
         watchdog_timeout_s: float = 0.1,
         max_sequence_gap: int = 20,
         limit_tolerance: float = 1e-3,
     ):
-        self.lower = np.asarray(lower, dtype=np.float64) - limit_tolerance
-        self.upper = np.asarray(upper, dtype=np.float64) + limit_tolerance
-        if self.lower.shape != (ACTION_DIM,) or self.upper.shape != (ACTION_DIM,):
-            raise ValueError(f"joint limits need {ACTION_DIM} entries, got {self.lower.shape}")
+        self.lower, self.upper, self.max_velocity = _limit_arrays(lower, upper, velocity, limit_tolerance)
         self.watchdog_timeout_s = float(watchdog_timeout_s)
         self.max_sequence_gap = int(max_sequence_gap)
         self.counters = GateCounters()
@@ -111,9 +143,13 @@ class CommandGate:
         velocity = command.velocity_feedforward
         if position.shape != (ACTION_DIM,) or (velocity is not None and np.shape(velocity) != (ACTION_DIM,)):
             return self._reject(Fault.WRONG_LENGTH)
+        if command.mode not in KNOWN_MODES:
+            return self._reject(Fault.MALFORMED)
         if not np.isfinite(position).all() or (velocity is not None and not np.isfinite(velocity).all()):
             return self._reject(Fault.NON_FINITE)
         if ((position < self.lower) | (position > self.upper)).any():
+            return self._reject(Fault.JOINT_LIMIT)
+        if velocity is not None and (np.abs(velocity) > self.max_velocity).any():
             return self._reject(Fault.JOINT_LIMIT)
         if not self._stale and self.last_sequence >= 0:
             gap = command.sequence - self.last_sequence
@@ -158,7 +194,125 @@ class CommandGate:
         return self._hold_position, None
 
     def _reject(self, fault: Fault) -> Fault:
-        name = _COUNTER_OF[fault]
-        setattr(self.counters, name, getattr(self.counters, name) + 1)
+        _count(self.counters, fault)
         self._last_rejection = fault
         return fault
+
+
+class StateValidator:
+    """The bridge's check of each measured robot state before anything is derived from it.
+
+    A state is rejected (counted by reason) when its arrays have the wrong length,
+    any value is NaN/inf, a position is beyond the joint limits by more than
+    ``position_margin_rad``, a reported velocity exceeds ``velocity_factor`` times
+    the joint's limit, the position moved further since the last accepted state
+    than that velocity allows (plus ``arrival_jitter_s`` of slack), or the
+    sequence did not advance. The last accepted state stays the measured one.
+    After ``stale_after_s`` without an accepted state the next valid one is a new
+    baseline (no jump or sequence check), so a restarted robot is taken back.
+    Times are seconds on one monotonic clock.
+    """
+
+    def __init__(
+        self,
+        lower: np.ndarray,
+        upper: np.ndarray,
+        velocity: np.ndarray,
+        position_margin_rad: float,
+        velocity_factor: float,
+        stale_after_s: float,
+        arrival_jitter_s: float = 0.02,
+    ):
+        if position_margin_rad < 0 or velocity_factor < 1 or stale_after_s <= 0:
+            raise ValueError("need position_margin_rad >= 0, velocity_factor >= 1 and stale_after_s > 0")
+        self.lower, self.upper, velocity = _limit_arrays(lower, upper, velocity, position_margin_rad)
+        self.max_velocity = velocity * velocity_factor
+        self.stale_after_s = float(stale_after_s)
+        self.arrival_jitter_s = float(arrival_jitter_s)
+        self.counters = StateCounters()
+        self.last_rejection = Fault.NONE
+        self.last_rejected_at = float("-inf")
+        self._last_position: np.ndarray | None = None
+        self._last_sequence = 0
+        self._last_accepted_at = float("-inf")
+
+    def check(self, position, velocity, effort, sequence: int, now: float) -> Fault:
+        """``Fault.NONE`` when the state may be used; else the reason it was dropped (and counted)."""
+        arrays = [np.asarray(v, dtype=np.float64) for v in (position, velocity, effort)]
+        if any(a.shape != (ACTION_DIM,) for a in arrays):
+            return self._reject(Fault.WRONG_LENGTH, now)
+        position, velocity, effort = arrays
+        if not (np.isfinite(position).all() and np.isfinite(velocity).all() and np.isfinite(effort).all()):
+            return self._reject(Fault.NON_FINITE, now)
+        if ((position < self.lower) | (position > self.upper)).any() or (np.abs(velocity) > self.max_velocity).any():
+            return self._reject(Fault.JOINT_LIMIT, now)
+        elapsed = now - self._last_accepted_at
+        if self._last_position is not None and elapsed <= self.stale_after_s:
+            if sequence <= self._last_sequence:
+                return self._reject(Fault.SEQUENCE, now)
+            reachable = self.max_velocity * (max(elapsed, 0.0) + self.arrival_jitter_s)
+            if (np.abs(position - self._last_position) > reachable).any():
+                return self._reject(Fault.JOINT_LIMIT, now)
+        self.counters.accepted_states += 1
+        self._last_position, self._last_sequence, self._last_accepted_at = position, int(sequence), now
+        return Fault.NONE
+
+    def problem(self, now: float, hold_s: float) -> str | None:
+        """A description while a state was rejected within the last ``hold_s`` seconds, else None."""
+        if now - self.last_rejected_at > hold_s:
+            return None
+        rejected = {name.removeprefix("rejected_"): n for name, n in vars(self.counters).items()
+                    if name.startswith("rejected_") and n}
+        return (f"robot state rejected ({self.last_rejection.name.lower()}; counts {rejected}): "
+                "using the last good state, real robot holding")
+
+    def _reject(self, fault: Fault, now: float) -> Fault:
+        _count(self.counters, fault)
+        self.last_rejection, self.last_rejected_at = fault, now
+        return fault
+
+
+class CommandEchoCheck:
+    """Detects a second commander from the command the robot echoes as its last accepted one.
+
+    The robot echoes (``last_command_sequence``, ``last_command_utime``) of the last
+    command it accepted. Anything other than a command this bridge sent (kept for
+    the last ``history`` commands), or the echo seen before it sent anything
+    (``rebaseline``), means the robot took another sender's command.
+    """
+
+    def __init__(self, history: int = 1000):
+        self._sent: dict[int, int] = {}
+        self._history = int(history)
+        self._first_sent: int | None = None
+        self._last_sent = -1
+        self._baseline: tuple[int, int] | None = None
+        self.latest_echo: tuple[int, int] | None = None
+
+    def sent(self, sequence: int, utime: int) -> None:
+        self._sent[int(sequence)] = int(utime)
+        if len(self._sent) > self._history:
+            del self._sent[next(iter(self._sent))]  # dicts keep insertion order: the oldest goes
+        if self._first_sent is None:
+            self._first_sent = int(sequence)
+        self._last_sent = int(sequence)
+
+    def rebaseline(self) -> None:
+        """Accept the robot's current echo as not foreign (the operator has resolved the conflict)."""
+        self._baseline = self.latest_echo
+
+    def check(self, echo_sequence: int, echo_utime: int) -> str | None:
+        """None when the echo is a command of ours (or the baseline); else what the robot accepted instead."""
+        echo = (int(echo_sequence), int(echo_utime))
+        self.latest_echo = echo
+        if self._baseline is None:
+            self._baseline = echo  # before our first command: whatever the robot did before
+        if echo == self._baseline:
+            return None
+        ours = self._sent.get(echo[0])
+        if ours == echo[1]:
+            return None
+        if ours is None and self._first_sent is not None and self._first_sent <= echo[0] <= self._last_sent:
+            return None  # one of ours, older than the history
+        return (f"the robot accepted command sequence {echo[0]} (utime {echo[1]}) that this bridge did not send "
+                f"(its last: {self._last_sent}): another sender commands the robot")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rynn_robot_bridge.bridge.commander import RobotCommand
-from rynn_robot_bridge.bridge.lcm_link import LcmRobotLink
+from rynn_robot_bridge.bridge.lcm_link import LcmRobotLink, receive_buffer_note, with_receive_buffer
 from rynn_robot_bridge.bridge.rate_loop import FixedRateThread, next_deadline
 from rynn_robot_bridge.lcm_protocol import MODE_HOLD, MODE_POSITION, NUM_JOINTS, RobotState, decode_command, encode_state
 
@@ -32,12 +32,12 @@ def test_commands_go_out_numbered_and_valid_states_come_in(lcm_url, wait_until):
     link.start()
     try:
         target = np.linspace(-0.5, 0.5, NUM_JOINTS)
-        link.send(RobotCommand(target, hold=False))
-        link.send(RobotCommand(target, hold=True))
+        link.send(RobotCommand(target, hold=False, sequence=41, utime=1000))
+        link.send(RobotCommand(target, hold=True, sequence=42, utime=1005))
         assert wait_until(lambda: len(commands) == 2, 5.0, spin=lambda: robot.handle_timeout(20))
         move, hold = commands
-        assert (move.sequence, move.enable, move.mode) == (1, True, MODE_POSITION)
-        assert (hold.sequence, hold.enable, hold.mode) == (2, False, MODE_HOLD)
+        assert (move.sequence, move.utime, move.enable, move.mode) == (41, 1000, True, MODE_POSITION)
+        assert (hold.sequence, hold.utime, hold.enable, hold.mode) == (42, 1005, False, MODE_HOLD)
         np.testing.assert_array_equal(move.position, target)
 
         robot.publish("TEST_STATE", encode_state(robot_state(7, target)))
@@ -66,3 +66,53 @@ def test_fixed_rate_thread_ticks_at_its_rate(wait_until):
     assert wait_until(lambda: len(ticks) >= 100, 5.0)
     loop.stop()
     assert abs(np.median(np.diff(ticks)) - 0.005) < 0.0005
+
+
+def test_receive_buffer_option_is_added_to_udpm_urls_without_one():
+    assert with_receive_buffer("udpm://239.255.76.67:7667?ttl=0", 2097152) == "udpm://239.255.76.67:7667?ttl=0&recv_buf_size=2097152"
+    assert with_receive_buffer("udpm://239.255.76.67:7667", 4096) == "udpm://239.255.76.67:7667?recv_buf_size=4096"
+    assert with_receive_buffer("udpm://h:1?recv_buf_size=99", 4096) == "udpm://h:1?recv_buf_size=99"  # the URL wins
+    assert with_receive_buffer("memq://", 4096) == "memq://"
+
+
+def test_receive_buffer_note_says_when_the_kernel_caps_the_request(tmp_path):
+    rmem_max = tmp_path / "rmem_max"
+    rmem_max.write_text("212992\n")
+    note = receive_buffer_note("udpm://h:1?ttl=0&recv_buf_size=2097152", rmem_max)
+    assert "caps it at 212992" in note and "sysctl -w net.core.rmem_max=2097152" in note
+    rmem_max.write_text("4194304\n")
+    assert receive_buffer_note("udpm://h:1?ttl=0&recv_buf_size=2097152", rmem_max) == \
+        "LCM receive buffer: 2097152 bytes (net.core.rmem_max 4194304)"
+    assert "OS default" in receive_buffer_note("udpm://h:1?ttl=0", rmem_max)
+
+
+def test_a_failing_cycle_is_counted_reported_and_the_loop_keeps_running(wait_until):
+    ticks, errors = [], []
+
+    def tick(now):
+        ticks.append(now)
+        if len(ticks) == 3:
+            raise RuntimeError("current position nan of DoF 0")
+
+    loop = FixedRateThread(200.0, tick, name="test_guarded", on_error=errors.append)
+    loop.start()
+    try:
+        assert wait_until(lambda: len(ticks) >= 20, 5.0)
+        assert loop.errors == 1 and [str(e) for e in errors] == ["current position nan of DoF 0"]
+        problem = loop.problem(loop.last_error_at, stall_after_s=1.0)
+        assert problem == "test_guarded cycle failed 1 time(s), last: RuntimeError: current position nan of DoF 0"
+        assert loop.problem(loop.last_error_at + 2.0, stall_after_s=10.0) is None
+        assert "test_guarded loop stalled: no cycle for" in loop.problem(loop.last_cycle_at + 0.5, stall_after_s=0.25)
+    finally:
+        loop.stop()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the thread's death is the point
+def test_a_loop_whose_error_handler_fails_is_reported_as_stopped(wait_until):
+    def broken_handler(_error):
+        raise RuntimeError("handler broke")
+
+    loop = FixedRateThread(200.0, lambda now: 1 / 0, name="test_dead", on_error=broken_handler)
+    loop.start()
+    stopped = "test_dead loop stopped: ZeroDivisionError: division by zero"
+    assert wait_until(lambda: loop.last_cycle_at is not None and loop.problem(loop.last_cycle_at, 1.0) == stopped, 5.0)

@@ -3,9 +3,9 @@ import pytest
 
 from rynn_retarget.action_layout import ACTION_DIM
 from rynn_robot_bridge.lcm_protocol import JointCommand
-from rynn_robot_bridge.robot_safety import CommandGate, Fault
+from rynn_robot_bridge.robot_safety import CommandEchoCheck, CommandGate, Fault, StateValidator
 
-LOWER, UPPER = -np.ones(ACTION_DIM), np.ones(ACTION_DIM)
+LOWER, UPPER, VELOCITY = -np.ones(ACTION_DIM), np.ones(ACTION_DIM), np.full(ACTION_DIM, 2.0)
 
 
 def command(seq, value=0.1, utime=0, velocity=None, enable=True, mode=0, length=ACTION_DIM):
@@ -14,7 +14,7 @@ def command(seq, value=0.1, utime=0, velocity=None, enable=True, mode=0, length=
 
 @pytest.fixture
 def gate():
-    return CommandGate(LOWER, UPPER, watchdog_timeout_s=0.1, max_sequence_gap=2)
+    return CommandGate(LOWER, UPPER, VELOCITY, watchdog_timeout_s=0.1, max_sequence_gap=2)
 
 
 def test_holds_measured_position_until_the_first_command(gate):
@@ -102,3 +102,68 @@ def test_disable_and_hold_mode_hold_position(gate):
 def test_feedforward_passes_through(gate):
     gate.submit(command(1, 0.2, velocity=np.full(ACTION_DIM, 0.7)), now=0.0)
     np.testing.assert_array_equal(gate.joint_targets(np.zeros(ACTION_DIM))[1], np.full(ACTION_DIM, 0.7))
+
+
+@pytest.mark.parametrize("bad, fault, counter", [
+    (command(2, velocity=np.full(ACTION_DIM, 1e4)), Fault.JOINT_LIMIT, "rejected_joint_limit"),  # issue 17 row 4
+    (command(2, velocity=np.where(np.arange(ACTION_DIM) == 5, -2.5, 0.0)), Fault.JOINT_LIMIT, "rejected_joint_limit"),
+    (command(2, mode=7), Fault.MALFORMED, "rejected_malformed"),
+])
+def test_feedforward_beyond_the_velocity_limit_and_unknown_modes_are_rejected(gate, bad, fault, counter):
+    gate.submit(command(1, 0.2), now=0.0)
+    assert gate.submit(bad, now=0.01) == fault and getattr(gate.counters, counter) == 1
+    target, velocity = gate.joint_targets(np.zeros(ACTION_DIM))
+    np.testing.assert_array_equal(target, np.full(ACTION_DIM, 0.2))
+    assert velocity is None
+    assert gate.submit(command(2, 0.2, velocity=np.full(ACTION_DIM, 2.0)), now=0.02) == Fault.NONE  # at the limit: ok
+
+
+def test_gate_refuses_limits_of_the_wrong_size_or_without_a_positive_velocity():
+    with pytest.raises(ValueError, match="joint limits need 54 entries"):
+        CommandGate(LOWER, UPPER, np.ones(3))
+    with pytest.raises(ValueError, match="velocity limits must be positive"):
+        CommandGate(LOWER, UPPER, np.zeros(ACTION_DIM))
+
+
+# --- the bridge's state validator and echo check ------------------------------------------------
+
+
+@pytest.fixture
+def validator():
+    return StateValidator(LOWER, UPPER, VELOCITY, position_margin_rad=0.1, velocity_factor=2.0, stale_after_s=0.1)
+
+
+def state(value=0.0, velocity=0.0, effort=0.0, length=ACTION_DIM):
+    return np.full(length, value), np.full(length, velocity), np.full(length, effort)
+
+
+@pytest.mark.parametrize("bad, fault", [
+    (state(length=20), Fault.WRONG_LENGTH),
+    (state(np.nan), Fault.NON_FINITE),
+    (state(effort=np.inf), Fault.NON_FINITE),
+    (state(1.2), Fault.JOINT_LIMIT),  # beyond the limit + margin
+    (state(velocity=4.5), Fault.JOINT_LIMIT),  # above 2 x the 2 rad/s limit
+    (state(0.2), Fault.JOINT_LIMIT),  # 0.2 rad in 10 ms: ~20 rad/s implied
+])
+def test_state_validator_rejects_and_counts_and_keeps_the_fault_for_the_hold_time(validator, bad, fault):
+    assert validator.check(*state(0.0), sequence=1, now=0.0) == Fault.NONE
+    assert validator.check(*bad, sequence=2, now=0.01) == fault
+    assert validator.counters.accepted_states == 1 and sum(vars(validator.counters).values()) == 2
+    assert "robot state rejected" in validator.problem(0.05, hold_s=0.1)
+    assert validator.problem(0.12, hold_s=0.1) is None
+    assert validator.check(*state(1.05), sequence=3, now=0.6) == Fault.NONE  # within the margin, after a restart
+
+
+def test_echo_check_tells_our_commands_from_anothers():
+    check = CommandEchoCheck(history=3)
+    assert check.check(41, 7) is None  # before we sent anything: the baseline
+    for sequence in range(100, 105):
+        check.sent(sequence, sequence * 10)
+    assert check.check(104, 1040) is None and check.check(100, 999) is None  # ours; 100 is older than the history
+    assert "did not send" in check.check(104, 1)  # our number, another sender's utime
+    assert "did not send" in check.check(105, 1050)  # above anything we sent
+    assert "did not send" in check.check(42, 7)  # a lower sequence the robot accepted while we were stale
+    assert check.check(41, 7) is None
+    check.check(42, 7)
+    check.rebaseline()
+    assert check.check(42, 7) is None

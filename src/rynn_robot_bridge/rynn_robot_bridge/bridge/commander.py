@@ -13,6 +13,15 @@ own watchdog already holds it. The same limiter then produces the *virtual*
 joint state that ``/joint_states`` reports, starting from the robot's last
 measured pose so the switch does not jump.
 
+Measured state is untrusted input (``robot_safety.StateValidator``): a rejected
+state is counted and never becomes the measured pose, so nothing sent or
+published (holds, the approach start, the virtual state) derives from it; for
+``state_timeout_s`` after a rejection the robot holds and a switch to real is
+refused. Commands are numbered here and remembered, and the robot's echo of
+the last accepted command is checked (``CommandEchoCheck``): when the robot
+took another sender's command, the bridge stops commanding until the operator
+asks for real mode again (``request_mode``).
+
 Thread-safe: actions, robot state, mode requests and cycles come from different threads.
 """
 
@@ -28,14 +37,21 @@ from rynn_robot_bridge.bridge.command_limiter import ActionInbox, CommandLimiter
 from rynn_robot_bridge.bridge.joint_limits import JointLimits
 from rynn_robot_bridge.bridge.mode import Mode
 from rynn_robot_bridge.bridge.transition import SafeTransition, TransitionLimits
+from rynn_robot_bridge.lcm_protocol import RobotState, now_utime
+from rynn_robot_bridge.robot_safety import CommandEchoCheck, Fault, StateValidator
 
 
 @dataclass(frozen=True)
 class RobotCommand:
-    """One command for the LCM link: a position target, or a hold (enable=false, MODE_HOLD)."""
+    """One command for the LCM link: a position target, or a hold (enable=false, MODE_HOLD).
+
+    ``sequence`` and ``utime`` are what goes on the wire; the robot echoes them back.
+    """
 
     position: np.ndarray
     hold: bool
+    sequence: int = 0
+    utime: int = 0
 
 
 class Phase(enum.Enum):
@@ -56,6 +72,8 @@ class RobotCommander:
         state_timeout_s: float,
         transition_limits: TransitionLimits,
         velocity_scale: float = 1.0,
+        state_position_margin_rad: float = 0.1,
+        state_velocity_factor: float = 2.0,
     ):
         self.joint_limits = joint_limits
         self.rate_hz = float(rate_hz)
@@ -72,6 +90,15 @@ class RobotCommander:
         self._measured: np.ndarray | None = None
         self._measured_at = float("-inf")
         self._actions_were_fresh = False
+        self.state_validator = StateValidator(
+            joint_limits.lower, joint_limits.upper, joint_limits.velocity,
+            state_position_margin_rad, state_velocity_factor, stale_after_s=self.state_timeout_s,
+        )
+        self.echo_check = CommandEchoCheck()
+        self.second_commander: str | None = None  # set when the robot took another sender's command
+        # Sequences start at the wall clock in microseconds: a restarted bridge always numbers above its
+        # previous run (200 per second), so an old echo is never mistaken for a newer command of this run.
+        self._next_sequence = now_utime()
 
     @property
     def mode(self) -> Mode:
@@ -86,15 +113,24 @@ class RobotCommander:
         with self._lock:
             return self.inbox.submit(values, now)
 
-    def update_measured(self, position: np.ndarray, now: float) -> None:
-        """The robot's measured joint positions (from its LCM state)."""
+    def update_measured(self, state: RobotState, now: float) -> Fault:
+        """Take the robot's measured state if it validates; returns ``Fault.NONE`` or why it was dropped."""
         with self._lock:
-            self._measured = np.asarray(position, dtype=np.float64).copy()
+            fault = self.state_validator.check(state.position, state.velocity, state.effort, state.sequence, now)
+            if fault:
+                return fault
+            self._measured = np.asarray(state.position, dtype=np.float64).copy()
             self._measured_at = now
+            foreign = self.echo_check.check(state.last_command_sequence, state.last_command_utime)
+            if foreign and self.second_commander is None:
+                self.second_commander = foreign
+            return Fault.NONE
 
     def request_mode(self, mode: Mode, now: float) -> tuple[bool, str]:
         """Switch mode if it is safe; (accepted, message for the operator)."""
         with self._lock:
+            if mode == Mode.REAL and self.second_commander is not None:
+                return self._rearm_after_second_commander(now)
             if mode == self._mode:
                 return True, f"already in {mode.label} mode"
             if mode == Mode.REAL:
@@ -125,12 +161,12 @@ class RobotCommander:
                 if action is not None:
                     self.limiter.step(action)
                 return None
-            if self._measured is None:
+            if self._measured is None or self.second_commander is not None:
                 self._phase = Phase.HOLDING
                 return None
             if action is None or self._robot_state_problem(now):
                 self._phase = Phase.HOLDING
-                return RobotCommand(self.joint_limits.clamp(self._measured), hold=True)
+                return self._numbered(self.joint_limits.clamp(self._measured), hold=True)
             if self._phase == Phase.HOLDING:
                 self._approach = SafeTransition(self.transition_limits, self.joint_limits, self.rate_hz, self._measured)
                 self._phase = Phase.APPROACHING
@@ -140,8 +176,17 @@ class RobotCommander:
                 if self._approach.done:
                     self.limiter.reset(position)
                     self._phase, self._approach = Phase.TRACKING, None
-                return RobotCommand(position, hold=False)
-            return RobotCommand(self.limiter.step(action).copy(), hold=False)
+                return self._numbered(position, hold=False)
+            return self._numbered(self.limiter.step(action).copy(), hold=False)
+
+    def hold_command(self) -> RobotCommand | None:
+        """A hold at the last good measured pose (what the command thread sends when a cycle failed), or
+        None when the bridge must not command (digital mode, no state yet, another commander)."""
+        with self._lock:
+            self._phase, self._approach = Phase.HOLDING, None
+            if self._mode != Mode.REAL or self._measured is None or self.second_commander is not None:
+                return None
+            return self._numbered(self.joint_limits.clamp(self._measured), hold=True)
 
     def virtual_state(self) -> tuple[np.ndarray, np.ndarray] | None:
         """(position, velocity) of the digital robot, None until it has a pose."""
@@ -157,6 +202,11 @@ class RobotCommander:
             problem = self._robot_state_problem(now)
             if problem:
                 faults["robot_state"] = problem
+            if self.second_commander is not None:
+                faults["second_commander"] = (
+                    f"{self.second_commander}; this bridge stopped commanding. Stop the other sender, then "
+                    "request real mode (/rynn/set_mode) to resume from the measured pose"
+                )
             if self._mode == Mode.REAL and self.inbox.fresh(now) is None:
                 faults["actions"] = (
                     f"no fresh action for {self.inbox.stale_after_s * 1e3:.0f} ms: real robot holding"
@@ -166,7 +216,26 @@ class RobotCommander:
     def _robot_state_problem(self, now: float) -> str | None:
         if self._measured is None:
             return "robot state unknown: no LCM state received yet"
+        rejected = self.state_validator.problem(now, hold_s=self.state_timeout_s)
+        if rejected:
+            return rejected
         silent = now - self._measured_at
         if silent > self.state_timeout_s:
             return f"robot LCM state silent for {silent * 1e3:.0f} ms (timeout {self.state_timeout_s * 1e3:.0f} ms)"
         return None
+
+    def _rearm_after_second_commander(self, now: float) -> tuple[bool, str]:
+        """The operator's way out of a second-commander stop: real mode again, from the measured pose."""
+        refusal = self._robot_state_problem(now)
+        if refusal:
+            return False, f"refusing to resume real mode after another commander: {refusal}"
+        cleared, self.second_commander = self.second_commander, None
+        self.echo_check.rebaseline()
+        self._mode, self._phase, self._approach = Mode.REAL, Phase.HOLDING, None
+        return True, f"resuming real mode from the measured pose (cleared: {cleared})"
+
+    def _numbered(self, position: np.ndarray, hold: bool) -> RobotCommand:
+        command = RobotCommand(position, hold, self._next_sequence, now_utime())
+        self.echo_check.sent(command.sequence, command.utime)
+        self._next_sequence += 1
+        return command

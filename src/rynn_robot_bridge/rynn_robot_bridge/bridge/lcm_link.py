@@ -1,7 +1,14 @@
 """The bridge's LCM endpoint to the robot: numbered commands out, measured state in.
 
 State arrives on a background thread; a packet that does not decode, or has the
-wrong joint count, is counted and dropped, never passed on.
+wrong joint count, is counted and dropped, never passed on (the commander then
+validates the values).
+
+The socket's receive buffer is sized for the state stream plus bursts
+(``with_receive_buffer``): a robot_state_t is ~1.4 KB on the wire and the kernel
+charges ~2.3 KB per queued datagram, so 2 MiB holds ~900 states: ~1.8 s of the
+500 Hz stream if the receive thread stalls, or ~0.2 s of a 5000 msg/s flood.
+Linux caps the request at ``net.core.rmem_max``; the cap is reported at start-up.
 """
 
 from __future__ import annotations
@@ -9,12 +16,38 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Callable
 
 import lcm
 
 from rynn_robot_bridge.bridge.commander import RobotCommand
 from rynn_robot_bridge.lcm_protocol import MODE_HOLD, MODE_POSITION, NUM_JOINTS, MalformedPacket, RobotState, decode_state, encode_command
+
+RMEM_MAX = Path("/proc/sys/net/core/rmem_max")
+
+
+def with_receive_buffer(url: str, size_bytes: int) -> str:
+    """``url`` with LCM's ``recv_buf_size`` option for a udpm URL that does not set one (others unchanged)."""
+    if not url.startswith("udpm://") or size_bytes <= 0 or "recv_buf_size=" in url:
+        return url
+    return f"{url}{'&' if '?' in url else '?'}recv_buf_size={int(size_bytes)}"
+
+
+def receive_buffer_note(url: str, rmem_max_path: Path = RMEM_MAX) -> str:
+    """What receive buffer ``url`` asks for and whether the kernel grants it (for the start-up log)."""
+    requested = next((int(v) for k, _, v in (o.partition("=") for o in url.partition("?")[2].split("&"))
+                      if k == "recv_buf_size"), None)
+    if requested is None:
+        return "LCM receive buffer: the OS default (no recv_buf_size in the URL)"
+    try:
+        cap = int(rmem_max_path.read_text())
+    except (OSError, ValueError):
+        return f"LCM receive buffer: {requested} bytes requested (net.core.rmem_max unknown)"
+    if cap < requested:
+        return (f"LCM receive buffer: {requested} bytes requested but net.core.rmem_max caps it at {cap}; "
+                f"bursts may be dropped by the kernel (raise it: sysctl -w net.core.rmem_max={requested})")
+    return f"LCM receive buffer: {requested} bytes (net.core.rmem_max {cap})"
 
 
 class LcmRobotLink:
@@ -29,7 +62,6 @@ class LcmRobotLink:
         self._on_state = on_state
         self._lcm = lcm.LCM(url)
         self._subscription = self._lcm.subscribe(state_channel, self._handle_state)
-        self._sequence = 0
         self._running = threading.Event()
         self._thread = threading.Thread(target=self._receive, name="lcm_state_receiver", daemon=True)
 
@@ -44,11 +76,11 @@ class LcmRobotLink:
         self._lcm.unsubscribe(self._subscription)
 
     def send(self, command: RobotCommand) -> None:
-        """Publish one command with the next sequence number; a hold is enable=false, MODE_HOLD."""
-        self._sequence += 1
+        """Publish one command with its sequence number and utime; a hold is enable=false, MODE_HOLD."""
         packet = encode_command(
             command.position,
-            sequence=self._sequence,
+            sequence=command.sequence,
+            utime=command.utime,
             enable=not command.hold,
             mode=MODE_HOLD if command.hold else MODE_POSITION,
         )

@@ -3,6 +3,10 @@
 The 200 Hz command stream runs here rather than in an rclpy timer so that
 image relays in the executor cannot delay it; a late cycle never causes a
 burst of catch-up cycles (missed deadlines are skipped and counted).
+
+The thread never dies of an exception in a cycle: it is counted, handed to
+``on_error`` (the bridge holds the robot and reports it) and the next cycle runs.
+``problem()`` is the liveness check a status timer calls from another thread.
 """
 
 from __future__ import annotations
@@ -20,10 +24,16 @@ def next_deadline(previous: float, now: float, period: float) -> tuple[float, in
 
 
 class FixedRateThread:
-    def __init__(self, rate_hz: float, tick: Callable[[float], None], name: str):
+    def __init__(self, rate_hz: float, tick: Callable[[float], None], name: str,
+                 on_error: Callable[[Exception], None] | None = None):
         self.period_s = 1.0 / rate_hz
         self.missed_deadlines = 0
+        self.errors = 0
+        self.last_error: str | None = None
+        self.last_error_at = float("-inf")
+        self.last_cycle_at: float | None = None  # monotonic start of the newest cycle
         self._tick = tick
+        self._on_error = on_error
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
@@ -35,10 +45,28 @@ class FixedRateThread:
         if self._thread.is_alive():
             self._thread.join(timeout=1.0)
 
+    def problem(self, now: float, stall_after_s: float, error_window_s: float = 1.0) -> str | None:
+        """Why the loop is not healthy (stopped, stalled, or a cycle failed within ``error_window_s``), else None."""
+        name = self._thread.name
+        if self.last_cycle_at is not None and not self._thread.is_alive() and not self._stop.is_set():
+            return f"{name} loop stopped: {self.last_error or 'thread exited'}"
+        if self.last_cycle_at is not None and now - self.last_cycle_at > stall_after_s:
+            return f"{name} loop stalled: no cycle for {(now - self.last_cycle_at) * 1e3:.0f} ms"
+        if now - self.last_error_at <= error_window_s:
+            return f"{name} cycle failed {self.errors} time(s), last: {self.last_error}"
+        return None
+
     def _run(self) -> None:
         deadline = time.monotonic()
         while not self._stop.is_set():
-            self._tick(time.monotonic())
+            self.last_cycle_at = now = time.monotonic()
+            try:
+                self._tick(now)
+            except Exception as exc:  # a control thread must never die silently
+                self.errors += 1
+                self.last_error, self.last_error_at = f"{type(exc).__name__}: {exc}", time.monotonic()
+                if self._on_error is not None:
+                    self._on_error(exc)
             deadline, skipped = next_deadline(deadline, time.monotonic(), self.period_s)
             self.missed_deadlines += skipped
             self._stop.wait(max(0.0, deadline - time.monotonic()))

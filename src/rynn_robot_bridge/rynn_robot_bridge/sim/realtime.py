@@ -50,6 +50,7 @@ class RealtimeSimRobot:
         self.gate = CommandGate(
             robot.limits.lower,
             robot.limits.upper,
+            robot.limits.velocity,
             watchdog_timeout_s=controller.watchdog_timeout_ms / 1000.0,
             max_sequence_gap=controller.max_sequence_gap,
             limit_tolerance=controller.joint_limit_tolerance_rad,
