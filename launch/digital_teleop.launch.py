@@ -3,7 +3,8 @@
 A thin wrapper: the nodes, parameters, remappings and arguments come from
 config/teleop_graph.yaml through rynn_world.launcher.graph, the same definition
 the embedded launcher (``rynn_launch``) runs without a ROS 2 install. A required
-node that exits shuts the whole launch down.
+node that exits shuts the whole launch down; a node with ``respawn`` in the graph
+(the recorder, the world model) is restarted by launch instead.
 """
 
 from rynn_world.launcher.graph import load_graph, resolve

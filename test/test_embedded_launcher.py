@@ -8,6 +8,7 @@ and LCM, and a stand-in graph of plain processes for the signal escalation.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import signal
@@ -43,8 +44,11 @@ def by_name(specs):
 
 def test_default_graph_is_the_teleop_suite(graph):
     nodes = by_name(resolve(graph))
-    assert list(nodes) == ["tracker_node", "glove_node", "retarget_node", "sim_robot", "world_model_node", "rynn_bridge"]
-    assert {name for name, spec in nodes.items() if not spec.required} == {"world_model_node"}
+    console = ["operator_console"] if "console" in graph.arguments else []  # optional browser view
+    assert list(nodes) == ["tracker_node", "glove_node", "retarget_node", "sim_robot", "world_model_node", "rynn_bridge",
+                           *console]
+    assert {name for name, spec in nodes.items() if not spec.required} == {"world_model_node", *console}
+    assert {name for name, spec in nodes.items() if spec.respawn} == {"world_model_node"}  # restarted, never fatal
     assert nodes["sim_robot"].remappings == REAL_CAMERA_REMAPS  # the bridge owns the canonical camera topics
     assert nodes["rynn_bridge"].parameters["start_mode"] == "real"
     assert nodes["tracker_node"].parameters["source"] == nodes["glove_node"].parameters["source"] == "synthetic"
@@ -84,7 +88,8 @@ def test_recorder_only_when_recording(graph):
     assert "rynn_recorder" not in by_name(resolve(graph, {"record": "false"}))
     if module_available(RECORDER):
         recorder = by_name(resolve(graph, {"record": "true", "record_dir": "/data/bags", "checkpoint": "/models/wm"}))["rynn_recorder"]
-        assert recorder.required and recorder.parameters["output_dir"] == "/data/bags"
+        assert recorder.respawn and not recorder.required  # a recorder crash never ends the session
+        assert recorder.respawn_delay > 0 and recorder.parameters["output_dir"] == "/data/bags"
         assert recorder.parameters["world_model_checkpoint"] == "/models/wm"  # its episodes' metadata
     else:
         with pytest.raises(GraphError, match=f"needs the module {RECORDER}, which is not installed"):
@@ -120,6 +125,20 @@ def test_launch_ros_nodes_run_the_same_programs_as_the_embedded_launcher(graph):
         assert arguments["name"] == spec.name and arguments["output"] == "screen"
         assert arguments["parameters"] == ([spec.parameters] if spec.parameters else [])
         assert arguments["remappings"] == list(spec.remappings)
+        assert (arguments["respawn"], arguments["respawn_delay"]) == (spec.respawn, spec.respawn_delay)
+
+
+@pytest.mark.parametrize("entry, message", [
+    ("required: true, respawn: true", "is both required and respawned"),
+    ("respawn: yes please", "respawn must be true/false"),
+    ("respawn: true, respawn_delay: -1", "respawn_delay must be seconds >= 0"),
+    ("respawn_delay: 2.0", "respawn_delay must be seconds >= 0 on a respawned node"),
+])
+def test_bad_respawn_policies_are_named(tmp_path, entry, message):
+    graph_file = tmp_path / "graph.yaml"
+    graph_file.write_text(f"nodes:\n  - {{name: n, package: p, executable: e, module: m, {entry}}}\n")
+    with pytest.raises(GraphError, match=re.escape(message)):
+        load_graph(graph_file)
 
 
 def test_launch_file_imports_launch_only_when_generating(monkeypatch):
@@ -170,10 +189,54 @@ def test_escalates_to_sigterm_and_leaves_no_orphans(tmp_path, start_process):
     assert (tmp_path / "logs" / "stubborn.log").read_text() == "stubborn node up\n"
 
 
-def start_graph(start_process, tmp_path):
+RESPAWNED_NODE = '''
+"""Counts its starts in a file next to it, then waits to be killed."""
+import pathlib, time
+starts = pathlib.Path(__file__).with_suffix(".starts")
+starts.write_text(starts.read_text() + "x" if starts.exists() else "x")
+print(f"respawned node up ({len(starts.read_text())})", flush=True)
+time.sleep(600)
+'''
+
+
+def test_a_respawned_node_is_started_again_after_its_delay_and_the_graph_keeps_running(tmp_path, start_process):
+    (tmp_path / "respawned_node.py").write_text(textwrap.dedent(RESPAWNED_NODE))
+    graph_file = tmp_path / "graph.yaml"
+    graph_file.write_text(textwrap.dedent("""
+        arguments: {}
+        nodes:
+          - {name: phoenix, package: none, executable: none, module: respawned_node, respawn: true, respawn_delay: 0.5,
+             ready_log: "respawned node up"}
+    """))
+    launcher = start_process(
+        ["-m", "rynn_world.launcher", "--graph", str(graph_file), "--log-dir", str(tmp_path / "logs")],
+        "launcher", PYTHONPATH=f"{tmp_path}:{':'.join(map(str, Path(REPO_ROOT / 'src').glob('rynn_*')))}",
+    )
+    assert wait_until(lambda: ALL_UP.search(read_log(launcher)), 30.0), read_log(launcher)
+    first = node_pids(read_log(launcher))["phoenix"]
+    assert "started phoenix (pid %d, respawned on exit)" % first in read_log(launcher)
+    for restart in (1, 2):  # however it dies, it comes back; the launcher keeps running
+        os.kill(node_pids(read_log(launcher))["phoenix"], signal.SIGKILL)
+        assert wait_until(lambda: read_log(launcher).count("phoenix ready") == restart + 1, 30.0), read_log(launcher)
+        assert launcher.poll() is None
+    output = read_log(launcher)
+    assert output.count("node phoenix exited (killed by SIGKILL); respawning in 0.5 s") == 2
+    assert re.search(r"started phoenix \(pid \d+, restart 2\)", output), output
+    assert node_pids(output)["phoenix"] != first and not process_group_alive(first)
+    assert (tmp_path / "respawned_node.starts").read_text() == "xxx"
+    log = (tmp_path / "logs" / "phoenix.log").read_text()  # one log across restarts
+    assert log.splitlines() == [f"respawned node up ({n})" for n in (1, 2, 3)]
+    launcher.send_signal(signal.SIGINT)
+    assert launcher.wait(timeout=20) == 0, read_log(launcher)
+    assert not process_group_alive(node_pids(read_log(launcher))["phoenix"])
+
+
+def start_graph(start_process, tmp_path, *arguments: str):
+    """The default graph, small and without the optional operator console (not what these tests are about)."""
+    no_console = ("console:=false",) if "console" in load_graph().arguments else ()
     launcher = start_process(
         launcher_args(tmp_path / "logs", "model_config:=tiny", "camera_width:=160", "camera_height:=120",
-                      f"lcm_url:={unique_lcm_url()}", sets=("sim_robot.render_rate_hz=5.0",)),
+                      f"lcm_url:={unique_lcm_url()}", *no_console, *arguments, sets=("sim_robot.render_rate_hz=5.0",)),
         "launcher",
     )
     assert wait_until(lambda: ALL_UP.search(read_log(launcher)) or launcher.poll() is not None, 180.0), read_log(launcher)
@@ -187,18 +250,22 @@ def test_ctrl_c_stops_the_whole_graph_cleanly(tmp_path, start_process):
     launcher, pids = start_graph(start_process, tmp_path)
     assert set(pids) == {"tracker_node", "glove_node", "retarget_node", "sim_robot", "world_model_node", "rynn_bridge"}
 
-    # An optional node dying is reported; the graph keeps running.
+    # The world model dying is reported and it is restarted (respawn in the graph); the graph keeps running.
     os.kill(pids["world_model_node"], signal.SIGKILL)
-    assert wait_until(lambda: "node world_model_node exited (killed by SIGKILL); not required, the graph keeps running"
-                      in read_log(launcher), 10.0), read_log(launcher)
-    assert launcher.poll() is None
+    assert wait_until(lambda: read_log(launcher).count("world_model_node ready") == 2 or launcher.poll() is not None,
+                      180.0), read_log(launcher)
+    output = read_log(launcher)
+    assert "node world_model_node exited (killed by SIGKILL); respawning in 2 s" in output
+    assert launcher.poll() is None and not process_group_alive(pids["world_model_node"])
+    restarted = node_pids(output)["world_model_node"]
+    assert restarted != pids["world_model_node"]
 
     launcher.send_signal(signal.SIGINT)
     assert launcher.wait(timeout=60) == 0, read_log(launcher)
     output = read_log(launcher)
-    for name in pids.keys() - {"world_model_node"}:
+    for name, pid in {**pids, "world_model_node": restarted}.items():
         assert f"[rynn_launch] {name} stopped (exit code 0)" in output, output  # each shut down on SIGINT
-        assert not process_group_alive(pids[name])
+        assert not process_group_alive(pid)
     assert "Traceback" not in output and output.rstrip().endswith("[rynn_launch] graph stopped")
     logs = {path.name for path in (tmp_path / "logs").iterdir()}
     assert logs == {f"{name}.log" for name in pids} | {"rynn_launch.log"}
@@ -216,3 +283,64 @@ def test_a_required_node_dying_stops_the_graph_with_the_reason(tmp_path, start_p
     assert "required node retarget_node exited (killed by SIGKILL); stopping the graph" in output
     assert output.rstrip().endswith("graph stopped because required node retarget_node exited (killed by SIGKILL)")
     assert not any(process_group_alive(pid) for pid in pids.values())
+
+
+@pytest.mark.ros
+@pytest.mark.slow
+def test_a_killed_recorder_is_respawned_and_recovers_its_episode_while_the_graph_runs(tmp_path, start_process, ros_node):
+    """Issue 17 row 11: SIGKILL of the recorder mid-episode used to stop the whole graph."""
+    from rosbags.rosbag2 import Reader
+    from std_srvs.srv import Trigger
+
+    from rynn_robot_bridge.recording.metadata import SIDECAR_NAME
+
+    bags = tmp_path / "bags"
+    launcher, pids = start_graph(start_process, tmp_path, "record:=true", f"record_dir:={bags}")
+    clients = {verb: ros_node.create_client(Trigger, f"/rynn/recorder/{verb}") for verb in ("start", "stop")}
+
+    def call(verb: str) -> Trigger.Response:
+        assert clients[verb].wait_for_service(timeout_sec=60.0), read_log(launcher)
+        future = clients[verb].call_async(Trigger.Request())
+        assert wait_until(future.done, 30.0, spin=ros_node.spin_once), f"/rynn/recorder/{verb} did not answer"
+        return future.result()
+
+    started = call("start")
+    assert started.success, started.message
+    episode = Path(started.message)
+
+    def flushed_joint_states(path: Path) -> bool:  # the sidecar is rewritten at every flush (1 s)
+        sidecar = path / SIDECAR_NAME
+        topics = json.loads(sidecar.read_text()).get("topics", {}) if sidecar.is_file() else {}
+        return topics.get("/joint_states", {}).get("written", 0) >= 50
+
+    assert wait_until(lambda: flushed_joint_states(episode), 60.0, spin=ros_node.spin_once), read_log(launcher)[-3000:]
+    os.kill(pids["rynn_recorder"], signal.SIGKILL)
+
+    # The graph keeps running; the recorder comes back and recovers the killed episode first.
+    assert wait_until(lambda: read_log(launcher).count("rynn_recorder ready") == 2 or launcher.poll() is not None,
+                      120.0), read_log(launcher)
+    output = read_log(launcher)
+    assert "node rynn_recorder exited (killed by SIGKILL); respawning in 1 s" in output
+    assert re.search(r"started rynn_recorder \(pid \d+, restart 1\)", output), output
+    assert launcher.poll() is None
+    for name, pid in pids.items():
+        assert name == "rynn_recorder" or process_group_alive(pid), f"{name} died\n{output}"
+    assert f"recovered {episode.name} left by a crashed recorder" in output, output
+    with Reader(episode) as reader:  # the killed episode reads back
+        counts = {connection.topic: connection.msgcount for connection in reader.connections}
+        assert sum(1 for _ in reader.messages()) == sum(counts.values())
+    assert counts.get("/joint_states", 0) >= 50, counts
+    assert json.loads((episode / SIDECAR_NAME).read_text())["state"] == "recovered"
+
+    # The respawned recorder records a new episode as before.
+    again = call("start")
+    assert again.success and Path(again.message) != episode, again.message
+    assert wait_until(lambda: flushed_joint_states(Path(again.message)), 60.0, spin=ros_node.spin_once)
+    stopped = call("stop")
+    assert stopped.success, stopped.message
+    assert json.loads(stopped.message)["topics"]["/joint_states"]["written"] > 0
+    with Reader(Path(again.message)) as reader:
+        assert sum(c.msgcount for c in reader.connections if c.topic == "/joint_states") > 0
+
+    launcher.send_signal(signal.SIGINT)
+    assert launcher.wait(timeout=60) == 0, read_log(launcher)

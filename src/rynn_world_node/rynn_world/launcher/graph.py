@@ -17,7 +17,8 @@ import yaml
 GRAPH_FILE = "teleop_graph.yaml"
 ARG_PATTERN = re.compile(r"\$\(arg ([A-Za-z_][A-Za-z0-9_]*)\)")
 ARGUMENT_KEYS = {"default", "choices", "translate", "description"}
-NODE_KEYS = {"name", "package", "executable", "module", "required", "ready_log", "parameters", "remappings", "if"}
+NODE_KEYS = {"name", "package", "executable", "module", "required", "ready_log", "parameters", "remappings", "if",
+             "respawn", "respawn_delay"}
 
 
 class GraphError(ValueError):
@@ -64,6 +65,8 @@ class NodeSpec:
     parameters: dict
     remappings: tuple  # (from, to) pairs
     ready_log: str = ""
+    respawn: bool = False  # restarted after respawn_delay s whenever it exits (as ros2 launch's respawn)
+    respawn_delay: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -98,9 +101,22 @@ def load_graph(path: str | Path | None = None) -> Graph:
         missing = {"name", "package", "executable", "module"} - set(entry)
         if missing or set(entry) - NODE_KEYS:
             raise GraphError(f"{path}: node {entry.get('name')!r} needs {sorted(missing)}; allowed keys {sorted(NODE_KEYS)}")
+        check_respawn(path, entry)
     if len(set(names)) != len(names):
         raise GraphError(f"{path}: node names must be unique: {names}")
     return Graph(arguments, nodes, path)
+
+
+def check_respawn(path: Path, entry: dict) -> None:
+    """``respawn`` is a bool and excludes ``required`` (a respawned node's exit never stops the
+    graph); ``respawn_delay`` is seconds >= 0 and needs ``respawn``."""
+    respawn, delay = entry.get("respawn", False), entry.get("respawn_delay")
+    if not isinstance(respawn, bool):
+        raise GraphError(f"{path}: node {entry['name']!r}: respawn must be true/false, got {respawn!r}")
+    if respawn and entry.get("required", False):
+        raise GraphError(f"{path}: node {entry['name']!r} is both required and respawned; choose one")
+    if delay is not None and (not respawn or isinstance(delay, bool) or not isinstance(delay, (int, float)) or delay < 0):
+        raise GraphError(f"{path}: node {entry['name']!r}: respawn_delay must be seconds >= 0 on a respawned node")
 
 
 def argument_values(graph: Graph, overrides: dict[str, str]) -> dict[str, object]:
@@ -167,6 +183,8 @@ def resolve(graph: Graph, overrides: dict[str, str] | None = None, check_modules
                 parameters={key: substitute(value, values) for key, value in (entry.get("parameters") or {}).items()},
                 remappings=tuple((source, substitute(target, values)) for source, target in (entry.get("remappings") or {}).items()),
                 ready_log=entry.get("ready_log", ""),
+                respawn=entry.get("respawn", False),
+                respawn_delay=float(entry.get("respawn_delay", 0.0)),
             )
         )
     return specs

@@ -6,7 +6,8 @@ from rynn_world.launcher.graph import NodeSpec
 
 
 def node_arguments(spec: NodeSpec) -> dict:
-    """Keyword arguments for ``launch_ros.actions.Node`` (the caller adds ``on_exit`` for required nodes)."""
+    """Keyword arguments for ``launch_ros.actions.Node`` (the caller adds ``on_exit`` for required nodes;
+    ``respawn``/``respawn_delay`` are launch's own, so both launchers restart the same nodes)."""
     return {
         "package": spec.package,
         "executable": spec.executable,
@@ -14,6 +15,8 @@ def node_arguments(spec: NodeSpec) -> dict:
         "parameters": [dict(spec.parameters)] if spec.parameters else [],
         "remappings": list(spec.remappings),
         "output": "screen",
+        "respawn": spec.respawn,
+        "respawn_delay": spec.respawn_delay,
     }
 
 

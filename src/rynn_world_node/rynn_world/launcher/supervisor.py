@@ -1,4 +1,9 @@
-"""Run node processes as one graph: prefixed and saved logs, readiness, required nodes, clean stop.
+"""Run node processes as one graph: prefixed and saved logs, readiness, required and respawned
+nodes, clean stop.
+
+A required node that exits stops the graph; a node with ``respawn`` is started again
+``respawn_delay`` seconds after it exits (its log continues in the same file); any
+other node's exit is reported and the graph keeps running.
 
 Each node runs in its own session (process group), so a terminal Ctrl-C reaches
 only the supervisor, which then stops the nodes in order: SIGINT (their clean
@@ -34,6 +39,8 @@ class NodeProcess:
     started_at: float = 0.0
     ready_at: float | None = None
     exit_reported: bool = False
+    restarts: int = 0
+    respawn_at: float | None = None  # monotonic time of the pending restart
     pump: threading.Thread | None = field(default=None, repr=False)
 
     @property
@@ -89,20 +96,34 @@ class GraphSupervisor:
     def start(self) -> None:
         self.say(f"starting {len(self.nodes)} nodes; logs in {self.log_dir}")
         for node in self.nodes:
-            node.popen = subprocess.Popen(
-                node.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self.env, start_new_session=True
-            )
-            node.started_at = time.monotonic()
-            node.pump = threading.Thread(target=self._pump, args=(node,), name=f"log-{node.spec.name}", daemon=True)
-            node.pump.start()
-            role = "required" if node.spec.required else "optional"
-            self.say(f"started {node.spec.name} (pid {node.popen.pid}, {role}): {' '.join(node.command[1:3])}")
+            role = "required" if node.spec.required else "respawned on exit" if node.spec.respawn else "optional"
+            self._spawn(node, role)
+
+    def _spawn(self, node: NodeProcess, role: str) -> None:
+        node.popen = subprocess.Popen(
+            node.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self.env, start_new_session=True
+        )
+        node.started_at, node.ready_at, node.exit_reported, node.respawn_at = time.monotonic(), None, False, None
+        node.pump = threading.Thread(target=self._pump, args=(node,), name=f"log-{node.spec.name}", daemon=True)
+        node.pump.start()
+        self.say(f"started {node.spec.name} (pid {node.popen.pid}, {role}): {' '.join(node.command[1:3])}")
+
+    def _respawn(self, node: NodeProcess) -> None:
+        """Start an exited node again; whatever its old process group left behind goes first."""
+        signal_group(node.popen.pid, signal.SIGKILL)
+        node.pump.join(timeout=2.0)  # its last lines before the new ones
+        node.restarts += 1
+        self._spawn(node, f"restart {node.restarts}")
 
     def run(self, stop: threading.Event) -> int:
         """Supervise until ``stop`` is set (exit 0) or a required node exits (exit 1); then stop all."""
         started = time.monotonic()
         while not stop.wait(POLL_S):
             for node in self.nodes:
+                if node.respawn_at is not None:
+                    if time.monotonic() >= node.respawn_at:
+                        self._respawn(node)
+                    continue
                 code = node.popen.poll()
                 if code is None or node.exit_reported:
                     continue
@@ -112,6 +133,11 @@ class GraphSupervisor:
                     self.stop()
                     self.say(f"graph stopped because required node {node.spec.name} exited ({describe_exit(code)})")
                     return 1
+                if node.spec.respawn:
+                    node.respawn_at = time.monotonic() + node.spec.respawn_delay
+                    self.say(f"node {node.spec.name} exited ({describe_exit(code)}); "
+                             f"respawning in {node.spec.respawn_delay:g} s")
+                    continue
                 self.say(f"node {node.spec.name} exited ({describe_exit(code)}); not required, the graph keeps running")
             self._report_ready(started)
         self.say("stop requested; stopping the graph")
