@@ -46,8 +46,9 @@ def test_default_graph_is_the_teleop_suite(graph):
     nodes = by_name(resolve(graph))
     console = ["operator_console"] if "console" in graph.arguments else []  # optional browser view
     assert list(nodes) == ["tracker_node", "glove_node", "retarget_node", "sim_robot", "world_model_node", "rynn_bridge",
-                           *console]
-    assert {name for name, spec in nodes.items() if not spec.required} == {"world_model_node", *console}
+                           "robot_state_publisher", *console]
+    assert {name for name, spec in nodes.items() if not spec.required} == {"world_model_node", "robot_state_publisher",
+                                                                           *console}
     assert {name for name, spec in nodes.items() if spec.respawn} == {"world_model_node"}  # restarted, never fatal
     assert nodes["sim_robot"].remappings == REAL_CAMERA_REMAPS  # the bridge owns the canonical camera topics
     assert nodes["rynn_bridge"].parameters["start_mode"] == "real"

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 from builtin_interfaces.msg import Time
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
 
 from rynn_retarget.description import CameraIntrinsics
 from rynn_robot_bridge.image_layout import IMAGE_CHANNELS, image_layout_problem
 
+# RELIABLE like realsense2_camera's default: matches both reliable and best-effort subscribers.
+CAMERA_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE,
+                        history=HistoryPolicy.KEEP_LAST, depth=5)
 IMAGE_TOPIC = "/camera/camera/color/image_raw"
 CAMERA_INFO_TOPIC = "/camera/camera/color/camera_info"
 CAMERA_FRAME = "camera_color_optical_frame"
@@ -31,16 +35,18 @@ def make_image(rgb: np.ndarray, stamp: Time, frame_id: str = CAMERA_FRAME) -> Im
     return msg
 
 
-def make_camera_info(intrinsics: CameraIntrinsics, stamp: Time, frame_id: str = CAMERA_FRAME) -> CameraInfo:
-    """Pinhole CameraInfo with plumb_bob zero distortion, as the RealSense colour stream reports it."""
+def make_camera_info(intrinsics: CameraIntrinsics, stamp: Time, frame_id: str = CAMERA_FRAME,
+                     distortion_model: str = "plumb_bob", distortion=(0.0,) * 5) -> CameraInfo:
+    """Pinhole CameraInfo as realsense2_camera fills it for the colour stream: K and P from the
+    intrinsics, R identity, the device's distortion (zero for the simulated and generated cameras)."""
     k = intrinsics.matrix()
     projection = np.hstack([k, np.zeros((3, 1))])
     return CameraInfo(
         header=Header(stamp=stamp, frame_id=frame_id),
         height=intrinsics.height,
         width=intrinsics.width,
-        distortion_model="plumb_bob",
-        d=[0.0] * 5,
+        distortion_model=distortion_model,
+        d=[float(c) for c in distortion],
         k=k.ravel().tolist(),
         r=np.eye(3).ravel().tolist(),
         p=projection.ravel().tolist(),

@@ -153,6 +153,35 @@ def as_text(value) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+def condition(expression, values: dict[str, object], where: str) -> bool:
+    """An ``if:``: ``$(arg flag)`` (a bool argument), or ``<text> == <text>`` / ``<text> != <text>``
+    after substitution, e.g. ``$(arg camera) == realsense``."""
+    result = substitute(expression, values)
+    if isinstance(result, str):
+        for operator, equal in ((" == ", True), (" != ", False)):
+            if operator in result:
+                left, right = (side.strip() for side in result.split(operator, 1))
+                return (left == right) is equal
+    if not isinstance(result, bool):
+        raise GraphError(f"{where}: 'if' must resolve to true/false or compare with == / !=, got {result!r}")
+    return result
+
+
+def node_parameters(entry: dict, values: dict[str, object]) -> dict:
+    """Substituted parameters; ``name: {value: V, if: COND}`` sets ``name`` only when COND holds
+    (otherwise the node's own default applies)."""
+    parameters = {}
+    for key, value in (entry.get("parameters") or {}).items():
+        if isinstance(value, dict):
+            if set(value) != {"value", "if"}:
+                raise GraphError(f"node {entry['name']}: parameter {key} as a mapping needs exactly 'value' and 'if'")
+            if not condition(value["if"], values, f"node {entry['name']} parameter {key}"):
+                continue
+            value = value["value"]
+        parameters[key] = substitute(value, values)
+    return parameters
+
+
 def module_available(module: str) -> bool:
     try:
         return importlib.util.find_spec(module) is not None
@@ -165,12 +194,8 @@ def resolve(graph: Graph, overrides: dict[str, str] | None = None, check_modules
     values = argument_values(graph, overrides or {})
     specs = []
     for entry in graph.nodes:
-        if "if" in entry:
-            included = substitute(entry["if"], values)
-            if not isinstance(included, bool):
-                raise GraphError(f"node {entry['name']}: 'if' must resolve to true/false, got {included!r}")
-            if not included:
-                continue
+        if "if" in entry and not condition(entry["if"], values, f"node {entry['name']}"):
+            continue
         if check_modules and not module_available(entry["module"]):
             raise GraphError(f"node {entry['name']} needs the module {entry['module']}, which is not installed")
         specs.append(
@@ -180,7 +205,7 @@ def resolve(graph: Graph, overrides: dict[str, str] | None = None, check_modules
                 executable=entry["executable"],
                 module=entry["module"],
                 required=bool(entry.get("required", False)),
-                parameters={key: substitute(value, values) for key, value in (entry.get("parameters") or {}).items()},
+                parameters=node_parameters(entry, values),
                 remappings=tuple((source, substitute(target, values)) for source, target in (entry.get("remappings") or {}).items()),
                 ready_log=entry.get("ready_log", ""),
                 respawn=entry.get("respawn", False),

@@ -1,0 +1,90 @@
+"""Robot state publisher: the robot description and the robot's TF tree, as robot_state_publisher does.
+
+- ``/robot_description`` (std_msgs/String, reliable, transient local): the URDF text.
+- ``/tf_static`` (transient local): every fixed joint, base_link ... camera_color_optical_frame included.
+- ``/tf``: the moving joints named in each ``/joint_states``, stamped with its header stamp, at most
+  ``publish_frequency`` Hz (robot_state_publisher's parameter and default, 20 Hz).
+
+The transforms come from ``rynn_robot_bridge.robot_state`` (Pinocchio FK on the suite's URDF). Rejected
+joint states (NaN/inf, length mismatch) and unknown joint names are counted on ``/diagnostics``.
+"""
+
+from __future__ import annotations
+
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import TransformStamped
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Header, String
+from tf2_msgs.msg import TFMessage
+
+from rynn_retarget.description import resolve_urdf_path
+from rynn_retarget.node_runner import run_node
+from rynn_retarget.nodes.tracker_node import TF_QOS, transform_from_matrix
+from rynn_retarget.pipeline_stats import PipelineStats
+from rynn_retarget.ros_conversions import make_diagnostics
+from rynn_robot_bridge.robot_state import LinkTransform, RobotStatePublisherCore
+
+NODE_NAME = "robot_state_publisher"
+LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+def stamped_transforms(transforms: list[LinkTransform], stamp, prefix: str = "") -> TFMessage:
+    return TFMessage(transforms=[
+        TransformStamped(header=Header(stamp=stamp, frame_id=prefix + t.parent), child_frame_id=prefix + t.child,
+                         transform=transform_from_matrix(t.matrix))
+        for t in transforms
+    ])
+
+
+class RobotStatePublisherNode(Node):
+    def __init__(self):
+        super().__init__(NODE_NAME)
+        urdf_path = resolve_urdf_path(self.declare_parameter("urdf_path", "").value or None)
+        frequency = float(self.declare_parameter("publish_frequency", 20.0).value)
+        if frequency <= 0:
+            raise ValueError(f"publish_frequency must be positive, got {frequency}")
+        self.publish_period_ns = int(1e9 / frequency)
+        self.prefix = str(self.declare_parameter("frame_prefix", "").value)
+        self.core = RobotStatePublisherCore(urdf_path)
+        self.stats = PipelineStats()
+        self._last_publish_ns: int | None = None
+        self.description_pub = self.create_publisher(String, "/robot_description", LATCHED)
+        self.static_pub = self.create_publisher(TFMessage, "/tf_static", LATCHED)
+        self.tf_pub = self.create_publisher(TFMessage, "/tf", TF_QOS)
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.description_pub.publish(String(data=self.core.description))
+        static = self.core.static_transforms()
+        self.static_pub.publish(stamped_transforms(static, self.get_clock().now().to_msg(), self.prefix))
+        self.create_subscription(JointState, "/joint_states", self._on_joint_states, 10)
+        self.create_timer(1.0, self._publish_diagnostics)
+        self.get_logger().info(
+            f"robot state publisher up: {urdf_path.name}, {len(static)} fixed and {len(self.core.moving_joints)} "
+            f"moving joints from {self.core.root_link}, /tf at <= {frequency:g} Hz")
+
+    def _on_joint_states(self, msg: JointState) -> None:
+        now_ns = self.get_clock().now().nanoseconds
+        if self._last_publish_ns is not None and now_ns - self._last_publish_ns < self.publish_period_ns:
+            return
+        transforms = self.core.update(msg.name, msg.position)
+        if not transforms:
+            return
+        stamp = msg.header.stamp if (msg.header.stamp.sec or msg.header.stamp.nanosec) else self.get_clock().now().to_msg()
+        self.tf_pub.publish(stamped_transforms(transforms, stamp, self.prefix))
+        self._last_publish_ns = now_ns
+        self.stats.outputs += 1
+
+    def _publish_diagnostics(self) -> None:
+        self.stats.rejected.clear()
+        self.stats.rejected.update(self.core.drops)
+        stamp = self.get_clock().now().to_msg()
+        self.diagnostics_pub.publish(make_diagnostics(self.stats, NODE_NAME, self.core.urdf_path.name, stamp))
+
+
+def main(args=None) -> None:
+    run_node(RobotStatePublisherNode, args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""The robot's link transforms as robot_state_publisher computes them, with Pinocchio (no ROS).
+
+Every URDF joint becomes one parent-link -> child-link transform: fixed joints
+(torso, head, camera mount, camera optical frame, palms, fingertips) once, for
+/tf_static; moving joints from joint positions, for /tf. The model is loaded by
+rynn_retarget's ``load_model`` from the same URDF the retargeting and the bridge
+use, so the camera pose here is the one the skeleton projection assumes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+
+from rynn_retarget.kinematics.robot_model import load_model
+
+
+@dataclass(frozen=True)
+class LinkTransform:
+    """Pose of ``child`` in ``parent`` (4x4), named after the URDF joint that links them."""
+
+    joint: str
+    parent: str
+    child: str
+    matrix: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Edge:
+    joint: str
+    parent_frame: int
+    child_frame: int
+
+
+class RobotStatePublisherCore:
+    """``static_transforms()`` once; ``update(names, positions)`` per JointState -> the moving transforms."""
+
+    def __init__(self, urdf_path: str | Path):
+        self.urdf_path = Path(urdf_path)
+        self.description = self.urdf_path.read_text()
+        self.model = load_model(self.urdf_path)
+        self.data = self.model.createData()
+        self.q = pin.neutral(self.model)
+        self.drops: Counter = Counter()  # reason -> count of rejected or ignored inputs
+        self._fixed: list[_Edge] = []
+        self._moving: dict[str, _Edge] = {}
+        frames = self.model.frames
+        for child, frame in enumerate(frames):
+            joint_frame = frames[frame.parentFrame]
+            if frame.type != pin.FrameType.BODY or frame.parentFrame == 0:
+                continue  # only links, and not the root link (attached to Pinocchio's "universe")
+            edge = _Edge(joint_frame.name, joint_frame.parentFrame, child)
+            if joint_frame.type == pin.FrameType.JOINT:
+                self._moving[joint_frame.name] = edge
+            else:
+                self._fixed.append(edge)
+        self._q_index = {}
+        for name in self._moving:
+            joint = self.model.joints[self.model.getJointId(name)]
+            if joint.nq not in (1, 2):
+                raise ValueError(f"joint {name} has {joint.nq} position variables; only 1-DoF joints are supported")
+            self._q_index[name] = (joint.idx_q, joint.nq)
+
+    @property
+    def root_link(self) -> str:
+        return self.model.frames[1].name
+
+    @property
+    def moving_joints(self) -> list[str]:
+        return list(self._moving)
+
+    def static_transforms(self) -> list[LinkTransform]:
+        """Fixed joints: independent of the joint positions (computed at the neutral configuration)."""
+        pin.framesForwardKinematics(self.model, self.data, pin.neutral(self.model))
+        return [self._transform(edge) for edge in self._fixed]
+
+    def update(self, names, positions) -> list[LinkTransform]:
+        """Transforms of the moving joints named in a JointState. A NaN/inf position or a names/positions
+        length mismatch rejects the message (counted); names the robot does not have are ignored (counted)."""
+        if len(names) != len(positions):
+            self.drops["names/positions length mismatch"] += 1
+            return []
+        values = np.asarray(positions, dtype=np.float64)
+        if not np.isfinite(values).all():
+            self.drops["NaN/inf position"] += 1
+            return []
+        known = []
+        for name, value in zip(names, values):
+            index = self._q_index.get(name)
+            if index is None:
+                self.drops["unknown joint"] += 1
+                continue
+            start, size = index
+            self.q[start:start + size] = value if size == 1 else (math.cos(value), math.sin(value))
+            known.append(name)
+        if not known:
+            return []
+        pin.framesForwardKinematics(self.model, self.data, self.q)
+        return [self._transform(self._moving[name]) for name in known]
+
+    def link_pose(self, link: str) -> np.ndarray:
+        """4x4 pose of ``link`` in the root link at the last ``update`` (Pinocchio FK)."""
+        pin.framesForwardKinematics(self.model, self.data, self.q)
+        return self.data.oMf[self.model.getFrameId(link, pin.FrameType.BODY)].homogeneous.copy()
+
+    def _transform(self, edge: _Edge) -> LinkTransform:
+        parent = self.data.oMf[edge.parent_frame]
+        child = self.data.oMf[edge.child_frame]
+        frames = self.model.frames
+        return LinkTransform(edge.joint, frames[edge.parent_frame].name, frames[edge.child_frame].name,
+                             (parent.actInv(child)).homogeneous)
