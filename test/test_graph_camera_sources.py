@@ -7,21 +7,12 @@ import re
 
 import pytest
 
-from rynn_world.launcher.graph import GraphError, condition, load_graph, node_parameters, resolve
-
-REAL_CAMERA_REMAPS = (
-    ("/camera/camera/color/image_raw", "/rynn/real/camera/color/image_raw"),
-    ("/camera/camera/color/camera_info", "/rynn/real/camera/color/camera_info"),
-)
-
-
-@pytest.fixture(scope="module")
-def graph():
-    return load_graph()
+from rynn_world.launcher.graph import GraphError, condition, node_parameters, resolve
+from test_embedded_launcher import REAL_CAMERA_REMAPS, by_name, graph  # noqa: F401  (graph: the fixture)
 
 
 def nodes(graph, **arguments):
-    return {spec.name: spec for spec in resolve(graph, {k: str(v) for k, v in arguments.items()}, check_modules=False)}
+    return by_name(resolve(graph, {k: str(v) for k, v in arguments.items()}, check_modules=False))
 
 
 def test_default_is_the_simulated_robot_rendering_the_camera(graph):
