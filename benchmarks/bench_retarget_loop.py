@@ -1,10 +1,12 @@
 """200 Hz output period jitter with 120 Hz operator input, measured two ways side by side:
 
-1. the real node graph: tracker_node + glove_node (synthetic, 120 Hz) and retarget_node,
-   each its own process over DDS; periods from the stamps of /rynn/action as received;
+1. the real node graph: tracker_node + glove_node (synthetic, 120 Hz) and retarget_node over DDS,
+   in each layout (one process per node on the old Python executor or the C++ events executor,
+   or all three in one container process), side by side; periods from the stamps of /rynn/action
+   as received, and the CPU share of each process;
 2. a single-thread Python loop doing the same work (the naive design the node avoids).
 
-    .venv/bin/python benchmarks/bench_retarget_loop.py [--seconds 5]
+    .venv/bin/python benchmarks/bench_retarget_loop.py [--seconds 5] [--layouts python_executor processes container]
 """
 
 import argparse
@@ -19,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src" / "rynn_retarget"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src" / "rynn_retarget"))  # noqa
 
 from rynn_retarget.config import load_retarget_config  # noqa: E402
 from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig  # noqa: E402
@@ -39,46 +41,76 @@ def summarize(name: str, stamps: list, seconds: float, extra: str = "") -> None:
     )
 
 
-def node_graph(seconds: float) -> None:
-    """Start the three nodes, record /rynn/action stamps for ``seconds``."""
+OPERATOR_NODES = ("tracker_node", "glove_node", "retarget_node")
+RATE_ARGS = {"tracker_node": ["-p", "rate_hz:=120.0"], "glove_node": ["-p", "rate_hz:=120.0"], "retarget_node": []}
+# Each node on rclpy's Python SingleThreadedExecutor instead of the runner's C++ EventsExecutor (the old way).
+PYTHON_EXECUTOR = ("import runpy, sys, rclpy.executors, rynn_retarget.node_runner as runner; "
+                   "runner.EventsExecutor = rclpy.executors.SingleThreadedExecutor; "
+                   "runpy.run_module(sys.argv[1], run_name='__main__')")
+
+
+def layout_commands(layout: str) -> dict[str, list[str]]:
+    """Process name -> command: each node its own process (events or Python executor), or one container."""
+    ros_args = {name: ["--ros-args", "-r", f"__node:={name}", *RATE_ARGS[name]] for name in OPERATOR_NODES}
+    if layout == "container":
+        command = [sys.executable, "-m", "rynn_world.launcher.container", "operator"]
+        for name in OPERATOR_NODES:
+            command += ["--node", f"rynn_retarget.nodes.{name}", *ros_args[name]]
+        return {"operator container": command}
+    prefix = ["-c", PYTHON_EXECUTOR] if layout == "python_executor" else ["-m"]
+    return {name: [sys.executable, *prefix, f"rynn_retarget.nodes.{name}", *ros_args[name]] for name in OPERATOR_NODES}
+
+
+def node_graph(seconds: float, layout: str) -> None:
+    """Start the three operator nodes in ``layout``, record /rynn/action stamps and CPU for ``seconds``."""
+    import psutil
     import rclpy
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from rynn_teleop_msgs.msg import RobotAction
 
     env = dict(os.environ, PYTHONUNBUFFERED="1", ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
-    env.setdefault("ROS_DOMAIN_ID", str(random.randint(101, 200)))
-    env["PYTHONPATH"] = os.pathsep.join(str(REPO / "src" / p) for p in ("rynn_retarget",))
-    nodes = [
-        subprocess.Popen([sys.executable, "-m", f"rynn_retarget.nodes.{name}", "--ros-args", "-p", "rate_hz:=120.0"]
-                         if name != "retarget_node" else [sys.executable, "-m", f"rynn_retarget.nodes.{name}"],
-                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for name in ("tracker_node", "glove_node", "retarget_node")
-    ]
+    env["ROS_DOMAIN_ID"] = str(random.randint(101, 200))
+    env["PYTHONPATH"] = os.pathsep.join(str(REPO / "src" / p) for p in ("rynn_retarget", "rynn_robot_bridge", "rynn_world_node"))
+    processes = {name: subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                 for name, command in layout_commands(layout).items()}
     os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
-    rclpy.init()
-    node = rclpy.create_node("bench_retarget_loop")
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node("bench_retarget_loop", context=context)
     stamps = []
     node.create_subscription(
         RobotAction, "/rynn/action",
         lambda m: stamps.append(m.header.stamp.sec + m.header.stamp.nanosec * 1e-9),
         QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE),
     )
+    from rclpy.executors import SingleThreadedExecutor
+
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
     try:
         deadline = time.monotonic() + 60.0
         while len(stamps) < 200 and time.monotonic() < deadline:  # discovery + warm-up
-            rclpy.spin_once(node, timeout_sec=0.05)
+            executor.spin_once(timeout_sec=0.05)
         stamps.clear()
-        end = time.monotonic() + seconds
+        cpu = {name: psutil.Process(proc.pid) for name, proc in processes.items()}
+        before = {name: sum(p.cpu_times()[:2]) for name, p in cpu.items()}
+        started = time.monotonic()
+        end = started + seconds
         while time.monotonic() < end:
-            rclpy.spin_once(node, timeout_sec=0.05)
-        summarize("retarget_node over DDS (node stamps)", stamps, seconds)
+            executor.spin_once(timeout_sec=0.05)
+        elapsed = time.monotonic() - started
+        shares = {name: 100 * (sum(p.cpu_times()[:2]) - before[name]) / elapsed for name, p in cpu.items()}
+        summarize(f"{layout}: retarget_node over DDS (node stamps)", stamps, seconds,
+                  "\n    CPU % of one core: " + ", ".join(f"{n} {v:.1f}" for n, v in shares.items())
+                  + f"; total {sum(shares.values()):.1f}")
     finally:
-        for proc in nodes:
+        for proc in processes.values():
             proc.send_signal(signal.SIGINT)
-        for proc in nodes:
+        for proc in processes.values():
             proc.wait(timeout=10)
+        executor.shutdown()
         node.destroy_node()
-        rclpy.shutdown()
+        rclpy.shutdown(context=context)
 
 
 def single_thread_loop(seconds: float) -> None:
@@ -115,10 +147,16 @@ def single_thread_loop(seconds: float) -> None:
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--layouts", nargs="+", default=["python_executor", "processes", "container"],
+                        choices=["python_executor", "processes", "container"],
+                        help="python_executor: one process per node on rclpy's Python executor (the old runner); "
+                             "processes: one per node on the C++ events executor; container: all three in one process")
     args = parser.parse_args()
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
           f"inputs: synthetic operator at 120 Hz; output target 200 Hz")
-    node_graph(args.seconds)
+    print(f"load avg {os.getloadavg()[0]:.2f} (shared machine: compare the layouts of one run, not across runs)")
+    for layout in args.layouts:
+        node_graph(args.seconds, layout)
     single_thread_loop(args.seconds)
 
 

@@ -7,13 +7,16 @@ node that exits shuts the whole launch down; a node with ``respawn`` in the grap
 (the recorder, the world model) is restarted by launch instead.
 """
 
+import sys
+
+from rynn_world.launcher.composition import ContainerSpec, container_command, group
 from rynn_world.launcher.graph import load_graph, resolve
 from rynn_world.launcher.launch_ros_nodes import node_arguments, required_exit_reason
 
 
 def generate_launch_description():
     from launch import LaunchDescription
-    from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
+    from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction, Shutdown
     from launch.substitutions import LaunchConfiguration
     from launch_ros.actions import Node
 
@@ -21,10 +24,14 @@ def generate_launch_description():
 
     def graph_nodes(context):
         values = {name: LaunchConfiguration(name).perform(context) for name in graph.arguments}
-        return [
-            Node(**node_arguments(spec), on_exit=Shutdown(reason=required_exit_reason(spec)) if spec.required else None)
-            for spec in resolve(graph, values)
-        ]
+        return [launch_action(spec) for spec in group(resolve(graph, values))]
+
+    def launch_action(spec):
+        """A node, or a container process running several (the graph's ``containers``)."""
+        on_exit = Shutdown(reason=required_exit_reason(spec)) if spec.required else None
+        if isinstance(spec, ContainerSpec):
+            return ExecuteProcess(cmd=container_command(spec, sys.executable), name=spec.name, output="screen", on_exit=on_exit)
+        return Node(**node_arguments(spec), on_exit=on_exit)
 
     declared = [
         DeclareLaunchArgument(

@@ -233,11 +233,13 @@ def test_a_respawned_node_is_started_again_after_its_delay_and_the_graph_keeps_r
 
 
 def start_graph(start_process, tmp_path, *arguments: str):
-    """The default graph, small and without the optional operator console (not what these tests are about)."""
+    """The default graph, small and without the optional operator console (not what these tests are about),
+    one process per node (compose:=false; test/test_composition.py runs the composed graph)."""
     no_console = ("console:=false",) if "console" in load_graph().arguments else ()
+    separate = ("compose:=false",) if "compose" in load_graph().arguments else ()
     launcher = start_process(
         launcher_args(tmp_path / "logs", "model_config:=tiny", "camera_width:=160", "camera_height:=120",
-                      f"lcm_url:={unique_lcm_url()}", *no_console, *arguments, sets=("sim_robot.render_rate_hz=5.0",)),
+                      f"lcm_url:={unique_lcm_url()}", *no_console, *separate, *arguments, sets=("sim_robot.render_rate_hz=5.0",)),
         "launcher",
     )
     assert wait_until(lambda: ALL_UP.search(read_log(launcher)) or launcher.poll() is not None, 180.0), read_log(launcher)

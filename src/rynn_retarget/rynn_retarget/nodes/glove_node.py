@@ -19,8 +19,8 @@ HANDS_TOPIC = "/rynn/operator/hands"
 
 
 class GloveNode(OperatorInputNode):
-    def __init__(self):
-        super().__init__("glove_node", default_rate_hz=120.0, default_udp_port=9871)
+    def __init__(self, **node_options):
+        super().__init__("glove_node", default_rate_hz=120.0, default_udp_port=9871, **node_options)
         self.declare_parameter("topic", HANDS_TOPIC)
         self.declare_parameter("frames.left_wrist", "operator_left_wrist")
         self.declare_parameter("frames.right_wrist", "operator_right_wrist")
@@ -49,6 +49,9 @@ class GloveNode(OperatorInputNode):
             right_frame_id=self.frames["right"],
         )
         self.publisher.publish(msg)
+
+
+COMPONENT = GloveNode  # what a container (rynn_world.launcher.container) instantiates
 
 
 def main(args=None):

@@ -43,8 +43,8 @@ class OperatorInputNode(Node):
     source and calls ``publish_frame`` per frame. A frame the node cannot publish is logged
     and skipped; the stream goes on."""
 
-    def __init__(self, name: str, default_rate_hz: float, default_udp_port: int):
-        super().__init__(name)
+    def __init__(self, name: str, default_rate_hz: float, default_udp_port: int, **node_options):
+        super().__init__(name, **node_options)
         self.settings = declare_source_parameters(self, default_rate_hz, default_udp_port)
         self.feed: OperatorFeed | None = None
 

@@ -28,8 +28,8 @@ def transform_from_matrix(matrix: np.ndarray) -> Transform:
 
 
 class TrackerNode(OperatorInputNode):
-    def __init__(self):
-        super().__init__("tracker_node", default_rate_hz=120.0, default_udp_port=9870)
+    def __init__(self, **node_options):
+        super().__init__("tracker_node", default_rate_hz=120.0, default_udp_port=9870, **node_options)
         self.declare_parameter("frames.world", "operator_world")
         for name in TRACKER_NAMES:
             self.declare_parameter(f"frames.{name}", f"operator_{name}")
@@ -60,6 +60,9 @@ class TrackerNode(OperatorInputNode):
         ]
         if transforms:
             self.publisher.publish(TFMessage(transforms=transforms))
+
+
+COMPONENT = TrackerNode  # what a container (rynn_world.launcher.container) instantiates
 
 
 def main(args=None):

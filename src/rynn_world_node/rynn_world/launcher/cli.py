@@ -18,8 +18,8 @@ from pathlib import Path
 
 import yaml
 
+from rynn_world.launcher.composition import group, process_command
 from rynn_world.launcher.graph import GraphError, NodeSpec, load_graph, resolve
-from rynn_world.launcher.node_command import node_command
 from rynn_world.launcher.supervisor import GraphSupervisor, install_stop_handlers
 
 
@@ -80,11 +80,11 @@ def main(argv: list[str] | None = None) -> int:
         if options.show_args:
             show_arguments(graph)
             return 0
-        specs = apply_overrides(resolve(graph, launch_arguments(options.arguments)), options.set)
+        specs = group(apply_overrides(resolve(graph, launch_arguments(options.arguments)), options.set))
     except (GraphError, FileNotFoundError) as error:
         print(f"[rynn_launch] error: {error}", file=sys.stderr)
         return 2
-    commands = [(spec, node_command(spec, sys.executable)) for spec in specs]
+    commands = [(spec, process_command(spec, sys.executable)) for spec in specs]
     if options.dry_run:
         for spec, command in commands:
             print(f"{spec.name}: {' '.join(command)}")

@@ -17,7 +17,8 @@ import yaml
 GRAPH_FILE = "teleop_graph.yaml"
 ARG_PATTERN = re.compile(r"\$\(arg ([A-Za-z_][A-Za-z0-9_]*)\)")
 ARGUMENT_KEYS = {"default", "choices", "translate", "description"}
-NODE_KEYS = {"name", "package", "executable", "module", "required", "ready_log", "parameters", "remappings", "if",
+CONTAINER_KEYS = {"if", "description"}
+NODE_KEYS = {"name", "package", "executable", "module", "required", "ready_log", "parameters", "remappings", "if", "container",
              "respawn", "respawn_delay"}
 
 
@@ -65,6 +66,7 @@ class NodeSpec:
     parameters: dict
     remappings: tuple  # (from, to) pairs
     ready_log: str = ""
+    container: str = ""  # the process it shares with other nodes when composed ("": its own process)
     respawn: bool = False  # restarted after respawn_delay s whenever it exits (as ros2 launch's respawn)
     respawn_delay: float = 0.0
 
@@ -74,6 +76,7 @@ class Graph:
     arguments: dict  # name -> Argument, in file order
     nodes: list  # raw node entries, substituted by resolve()
     path: Path
+    containers: dict = field(default_factory=dict)  # name -> {"if": ..., "description": ...}
 
 
 def default_graph_path() -> Path:
@@ -85,7 +88,7 @@ def default_graph_path() -> Path:
 def load_graph(path: str | Path | None = None) -> Graph:
     path = Path(path) if path else default_graph_path()
     raw = yaml.safe_load(path.read_text()) or {}
-    unknown = set(raw) - {"arguments", "nodes"}
+    unknown = set(raw) - {"arguments", "nodes", "containers"}
     if unknown:
         raise GraphError(f"{path}: unknown top-level keys {sorted(unknown)}")
     arguments = {}
@@ -104,7 +107,15 @@ def load_graph(path: str | Path | None = None) -> Graph:
         check_respawn(path, entry)
     if len(set(names)) != len(names):
         raise GraphError(f"{path}: node names must be unique: {names}")
-    return Graph(arguments, nodes, path)
+    containers = dict(raw.get("containers") or {})
+    for name, entry in containers.items():
+        if not isinstance(entry, dict) or set(entry) - CONTAINER_KEYS:
+            raise GraphError(f"{path}: container {name!r} allows only {sorted(CONTAINER_KEYS)}")
+    for entry in nodes:
+        if "container" in entry and entry["container"] not in containers:
+            raise GraphError(f"{path}: node {entry['name']!r} names container {entry['container']!r}, "
+                             f"not one of the declared containers {sorted(containers)}")
+    return Graph(arguments, nodes, path, containers)
 
 
 def check_respawn(path: Path, entry: dict) -> None:
@@ -182,6 +193,16 @@ def node_parameters(entry: dict, values: dict[str, object]) -> dict:
     return parameters
 
 
+def composed(graph: Graph, container: str, values: dict[str, object]) -> bool:
+    """Whether ``container`` runs its nodes in one process for these arguments (its ``if``, default true)."""
+    if not container:
+        return False
+    included = substitute(graph.containers[container].get("if", True), values)
+    if not isinstance(included, bool):
+        raise GraphError(f"container {container}: 'if' must resolve to true/false, got {included!r}")
+    return included
+
+
 def module_available(module: str) -> bool:
     try:
         return importlib.util.find_spec(module) is not None
@@ -208,6 +229,7 @@ def resolve(graph: Graph, overrides: dict[str, str] | None = None, check_modules
                 parameters=node_parameters(entry, values),
                 remappings=tuple((source, substitute(target, values)) for source, target in (entry.get("remappings") or {}).items()),
                 ready_log=entry.get("ready_log", ""),
+                container=entry.get("container", "") if composed(graph, entry.get("container", ""), values) else "",
                 respawn=entry.get("respawn", False),
                 respawn_delay=float(entry.get("respawn_delay", 0.0)),
             )
