@@ -2,6 +2,11 @@
 
 All behaviour lives in ``rynn_robot_bridge.sim``; this node only reads
 parameters and turns rendered frames into Image + CameraInfo pairs.
+
+It stands in for hardware whose CPU a deployment does not pay, so while the bridge's
+mode (``/rynn/mode``, latched) is "digital" it renders only ``digital_render_rate_hz``
+frames a second (the world model needs a recent real frame to anchor on, nothing
+else reads it); the mode turning "real" restores ``render_rate_hz`` at once.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import logging
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
+from std_msgs.msg import String
 
 from rynn_retarget.description import D435I_COLOR
 from rynn_retarget.node_runner import run_node
@@ -27,6 +33,7 @@ CAMERA_QOS = QoSProfile(
     history=HistoryPolicy.KEEP_LAST,
     depth=5,
 )
+MODE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 class SimRobotNode(Node):
@@ -41,6 +48,8 @@ class SimRobotNode(Node):
             "image_width": defaults.sim.image_width,
             "image_height": defaults.sim.image_height,
             "render_rate_hz": defaults.sim.render_rate_hz,
+            "digital_render_rate_hz": 2.0,  # while the world model drives the camera: anchor frames only
+            "mode_topic": "/rynn/mode",
         }
         for name, value in declared.items():
             self.declare_parameter(name, value)
@@ -64,12 +73,24 @@ class SimRobotNode(Node):
         self.image_pub = self.create_publisher(Image, IMAGE_TOPIC, CAMERA_QOS)
         self.info_pub = self.create_publisher(CameraInfo, CAMERA_INFO_TOPIC, CAMERA_QOS)
         self.runtime = RealtimeSimRobot(config, robot, on_frame=self._publish_frame)
+        self.render_rates = {"real": config.sim.render_rate_hz, "digital": min(float(param["digital_render_rate_hz"]),
+                                                                               config.sim.render_rate_hz)}
+        if config.sim.render_rate_hz > 0:
+            self.create_subscription(String, param["mode_topic"], self._on_mode, MODE_QOS)
         self.runtime.start()
         self.get_logger().info(
             f"simulated robot up: scene={config.sim.scene} seed={config.sim.seed} "
             f"lcm={config.lcm.url} command={config.lcm.command_channel} state={config.lcm.state_channel} "
             f"camera {config.sim.image_width}x{config.sim.image_height} @ {config.sim.render_rate_hz} Hz"
         )
+
+    def _on_mode(self, msg: String) -> None:
+        rate = self.render_rates.get(msg.data)
+        if rate is None or rate <= 0:
+            self.get_logger().warning(f"ignoring mode {msg.data!r} (render rates {self.render_rates})")
+            return
+        self.runtime.set_render_rate(rate)
+        self.get_logger().info(f"mode {msg.data}: camera at {rate:g} Hz")
 
     def _publish_frame(self, rgb, captured_wall_time: float) -> None:
         """Image and CameraInfo share one stamp, as realsense2_camera's do."""

@@ -61,6 +61,8 @@ class RealtimeSimRobot:
         self._lcm.subscribe(config.lcm.command_channel, self._on_command)
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._render_period = 1.0 / config.sim.render_rate_hz if config.sim.render_rate_hz > 0 else 0.0
+        self._render_wake = threading.Event()  # a new render rate takes effect now, not after the old period
         self._threads: list[threading.Thread] = []
         self._state_sequence = 0
         self._state_every = max(1, round(controller.control_rate_hz / controller.state_rate_hz))
@@ -72,8 +74,17 @@ class RealtimeSimRobot:
             thread.start()
             self._threads.append(thread)
 
+    def set_render_rate(self, rate_hz: float) -> None:
+        """Render at ``rate_hz`` from now on (the first frame at the new rate is due at once when it is
+        faster), e.g. only the occasional anchor frame while the world model drives the camera."""
+        if rate_hz <= 0:
+            raise ValueError(f"render rate must be > 0 Hz, got {rate_hz}")
+        self._render_period = 1.0 / rate_hz
+        self._render_wake.set()
+
     def stop(self) -> None:
         self._stop.set()
+        self._render_wake.set()
         for thread in self._threads:
             thread.join(timeout=5)
         self._threads.clear()
@@ -155,18 +166,20 @@ class RealtimeSimRobot:
             LOG.error("camera disabled, the robot keeps running: %s", exc)
             return
         data = mujoco.MjData(self.robot.model)
-        period = 1.0 / self.config.sim.render_rate_hz
-        next_frame = time.monotonic()
+        next_frame = rendered_at = time.monotonic()
         try:
             while not self._stop.is_set():
                 delay = next_frame - time.monotonic()
                 if delay > 0:
-                    self._stop.wait(delay)
+                    if self._render_wake.wait(delay):
+                        self._render_wake.clear()
+                        next_frame = min(next_frame, rendered_at + self._render_period)
                     continue
+                period = self._render_period
                 next_frame = max(next_frame + period, time.monotonic() - period)
                 with self._lock:
                     qpos, sim_time = self._snapshot
-                captured = time.time()
+                captured, rendered_at = time.time(), time.monotonic()
                 data.qpos[:] = qpos
                 data.time = sim_time
                 mujoco.mj_kinematics(self.robot.model, data)
