@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 MODES = ("digital", "real")
+DIGITAL_FPS_FLOOR = 12.0  # issue 12: below this, digital teleoperation is not real time on this machine
 
 
 @dataclass
@@ -125,6 +126,7 @@ def finish(settings: DemoSettings, out: Path, episodes: list[dict], progress: bo
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
         "episodes": episodes,
         "lerobot": {"path": str(out / "lerobot"), "episodes": info["total_episodes"], "frames": info["total_frames"]},
+        "digital_real_time": digital_verdict(episodes),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     (out / "summary.md").write_text(summary_markdown(summary))
@@ -151,6 +153,13 @@ def write_side_by_side(bag: Path, directory: Path, fps: int) -> Path:
     return path
 
 
+def digital_verdict(episodes: list[dict]) -> dict:
+    """Whether the digital episode's canonical camera kept the real-time floor (camera FPS as the recorder's
+    subscriber-side count saw it over the episode)."""
+    fps = min((e["camera_fps"] for e in episodes if e["mode"] == "digital"), default=0.0)
+    return {"camera_fps": fps, "floor_fps": DIGITAL_FPS_FLOOR, "met": fps >= DIGITAL_FPS_FLOOR}
+
+
 def summary_markdown(summary: dict) -> str:
     lines = ["| episode | mode | seconds | camera frames | camera FPS | world model step p50 ms | retarget p50 ms | bag |",
              "|---|---|---|---|---|---|---|---|"]
@@ -161,6 +170,10 @@ def summary_markdown(summary: dict) -> str:
             f"| {lat.get('world_model_node/step', float('nan')):.1f} | {lat.get('retarget_node/retarget', float('nan')):.1f} "
             f"| {e['bag']} |"
         )
+    verdict = summary["digital_real_time"]
+    lines.append(f"\ndigital episode: {verdict['camera_fps']:.1f} FPS on the canonical camera, "
+                 f"{'at or above' if verdict['met'] else 'BELOW'} the {verdict['floor_fps']:g} FPS real-time floor "
+                 f"({summary['machine']['cpus']} CPU cores)")
     lerobot = summary["lerobot"]
     lines.append(f"\nLeRobot dataset: {lerobot['path']} ({lerobot['episodes']} episodes, {lerobot['frames']} frames)")
     lines += [f"video: {e['video']}" for e in summary["episodes"]]
