@@ -13,7 +13,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENV=${RYNN_VENV:-$ROOT/.venv}
 PYTHON=${PYTHON:-python3}
-DEB_PACKAGES=(cmake g++ make python3-dev python3-venv libegl1 libgl1 libosmesa6 libusb-1.0-0)
+DEB_PACKAGES=(cmake g++ make python3-dev python3-venv libegl1 libgl1 libosmesa6 libusb-1.0-0 chromium chromium-driver)
 
 step() { printf '\n==> %s\n' "$*"; }
 die() { printf '\nsetup: error: %s\n' "$*" >&2; exit 1; }

@@ -29,6 +29,7 @@ setup(
     entry_points={
         "console_scripts": [
             "world_model_node = rynn_world.nodes.world_model_node:main",
+            "operator_console = rynn_world.nodes.operator_console:main",
             "rynn_world_train_vae = rynn_world.training.train_vae:main",
             "rynn_world_train = rynn_world.training.train:main",
             "rynn_world_distill = rynn_world.training.distill:main",

@@ -1,0 +1,94 @@
+"""CPU share of the operator console with no browser and with one browser connected.
+
+Starts the graph (real mode: the simulated robot's 640x480 camera is the canonical stream) with
+its console, measures the console process's CPU time over a window with no browser connected,
+then with one headless Chromium showing the page (and, for information, the browser's own CPU),
+and prints both as a percentage of one core, with the camera rate the page reported.
+
+    .venv/bin/python benchmarks/bench_console.py [--seconds 30] [name:=value ...]
+
+The issue's budget: <= 10 % of one core with one browser. On a shared machine the figures move
+with the load; the load average is printed with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "src" / p) for p in ("rynn_retarget", "rynn_world_node", "rynn_robot_bridge")]
+os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
+
+from bench_bridge import machine_info  # noqa: E402
+from rynn_world.console import headless_browser as browser  # noqa: E402
+from rynn_world.console.graph_session import start_graph  # noqa: E402
+
+CAMERA_CAPTION = re.compile(r"([\d.]+) FPS, frame age (\d+) ms")
+
+
+def cpu_seconds(processes: list[psutil.Process]) -> float:
+    total = 0.0
+    for process in processes:
+        try:
+            times = process.cpu_times()
+            total += times.user + times.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def cpu_share(processes: list[psutil.Process], seconds: float) -> float:
+    """Percent of one core the processes used over the next ``seconds``."""
+    start, started = cpu_seconds(processes), time.monotonic()
+    time.sleep(seconds)
+    return 100.0 * (cpu_seconds(processes) - start) / (time.monotonic() - started)
+
+
+def browser_processes(driver) -> list[psutil.Process]:
+    driver_process = psutil.Process(driver.service.process.pid)
+    return [driver_process, *driver_process.children(recursive=True)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=30.0, help="measurement window per case")
+    args, graph_arguments = parser.parse_known_args()
+    session = start_graph(["mode:=real", "model_config:=tiny", *graph_arguments],
+                          Path(tempfile.mkdtemp(prefix="bench_console_")))
+    console = psutil.Process(session.console_pid)
+    try:
+        time.sleep(5.0)  # past start-up (imports, URDF load)
+        idle = cpu_share([console], args.seconds)
+        driver = browser.start_browser(session.url)
+        try:
+            caption = browser.wait_for(lambda: CAMERA_CAPTION.search(browser.page_text(driver)), 300.0)
+            if caption is None:
+                raise RuntimeError(f"the page never showed the camera:\n{browser.page_text(driver)}")
+            time.sleep(5.0)  # subscriptions made, first frames sent
+            chromium = browser_processes(driver)
+            start_browser_cpu = cpu_seconds(chromium)
+            with_browser = cpu_share([console], args.seconds)
+            browser_cpu = 100.0 * (cpu_seconds(chromium) - start_browser_cpu) / args.seconds
+            caption = CAMERA_CAPTION.search(browser.page_text(driver))
+        finally:
+            driver.quit()
+    finally:
+        session.stop()
+    print(f"machine: {machine_info()} (shared: other engineers' jobs run alongside)")
+    print(f"graph: real mode, 640x480 simulated camera, console JPEG <= 15 FPS, <= 640 px; window {args.seconds:.0f} s per case")
+    print(f"console CPU, no browser connected : {idle:5.1f} % of one core")
+    print(f"console CPU, one browser connected: {with_browser:5.1f} % of one core (budget 10 %)")
+    print(f"  camera on the page: {caption.group(1)} FPS, frame age {caption.group(2)} ms" if caption else "")
+    print(f"  the browser itself (headless Chromium, software WebGL): {browser_cpu:5.1f} % of one core")
+
+
+if __name__ == "__main__":
+    main()

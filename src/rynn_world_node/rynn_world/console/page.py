@@ -1,0 +1,159 @@
+"""The console's web page, built with viser (its web client ships in the wheel: works offline).
+
+Layout: the canonical camera large in a panel docked left with the other source small below
+it; the 3D view (robot measured, robot commanded as a ghost, operator trackers) in the middle;
+the controls and health on the right. Every element is server-wide, so several browsers see
+the same page; a control's callback receives only the request, never a browser handle, so a
+closed browser leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import viser
+from viser.extras import ViserUrdf
+
+GHOST_RGBA = (0.25, 0.55, 1.0, 0.35)  # the commanded robot: translucent blue over the measured one
+CAMERA_PANEL_WIDTH = 660
+TRACKER_AXES_M = 0.08
+INITIAL_VIEW_FROM = (1.6, -1.4, 1.6)  # front-right of the robot, above the table [m]
+INITIAL_VIEW_AT = (0.0, 0.0, 0.9)
+
+
+@dataclass(frozen=True)
+class ConsoleActions:
+    """What the page's controls ask for; called on the web server's thread, must not block."""
+
+    set_mode: Callable[[str], None]  # "real" | "digital"
+    record: Callable[[str, str], None]  # action ("start" | "stop" | "discard"), task text
+    calibrate: Callable[[], None]
+    overlay: Callable[[bool], None]
+    clients_changed: Callable[[int], None]  # number of connected browsers
+
+
+def _placeholder(width: int, height: int) -> np.ndarray:
+    return np.full((height, width, 3), 48, dtype=np.uint8)
+
+
+class ConsolePage:
+    """Owns the viser server and every element on the page."""
+
+    def __init__(self, host: str, port: int, urdf_path: Path, actions: ConsoleActions, jpeg_quality: int,
+                 operator_offset_xyz: tuple[float, float, float], overlay_on: bool):
+        self.jpeg_quality = jpeg_quality
+        self.server = viser.ViserServer(host=host, port=port, label="Rynn operator console", verbose=False)
+        self.server.gui.configure_theme(control_width="large", show_share_button=False, show_logo=False)
+        self.server.gui.set_panel_label("Rynn operator console")
+        self._build_cameras(overlay_on, actions)
+        self._build_controls(actions)
+        self._build_scene(urdf_path, operator_offset_xyz)
+        self._trackers: dict[str, viser.FrameHandle] = {}
+        self.server.on_client_connect(lambda _client: actions.clients_changed(len(self.server.get_clients())))
+        self.server.on_client_disconnect(lambda _client: actions.clients_changed(len(self.server.get_clients())))
+
+    @property
+    def port(self) -> int:
+        return self.server.get_port()
+
+    # --- building ----------------------------------------------------------------------------
+
+    def _build_cameras(self, overlay_on: bool, actions: ConsoleActions) -> None:
+        gui = self.server.gui
+        cameras = gui.add_panel()
+        with cameras.add_tab("Camera (canonical)"):
+            self.camera = gui.add_image(_placeholder(640, 480), label="/camera/camera/color/image_raw",
+                                        format="jpeg", jpeg_quality=self.jpeg_quality)
+            self.camera_caption = gui.add_markdown("waiting for frames")
+            overlay = gui.add_checkbox("Operator skeleton overlay", initial_value=overlay_on)
+            overlay.on_update(lambda _event: actions.overlay(bool(overlay.value)))
+        cameras.dock_left()
+        cameras.set_width(CAMERA_PANEL_WIDTH)
+        other = gui.add_panel()
+        with other.add_tab("Other source"):
+            self.other_camera = gui.add_image(_placeholder(320, 240), label="", format="jpeg",
+                                              jpeg_quality=self.jpeg_quality)
+            self.other_caption = gui.add_markdown("waiting for the mode")
+        other.dock_below(cameras)
+
+    def _build_controls(self, actions: ConsoleActions) -> None:
+        gui = self.server.gui
+        self.banner = gui.add_html("", visible=False)
+        with gui.add_folder("Mode"):
+            self.mode_text = gui.add_markdown("Mode: waiting for /rynn/mode")
+            real = gui.add_button("Real", color="green")
+            digital = gui.add_button("Digital", color="violet")
+            real.on_click(lambda _event: actions.set_mode("real"))
+            digital.on_click(lambda _event: actions.set_mode("digital"))
+            self.mode_answer = gui.add_markdown("")
+        with gui.add_folder("Recording"):
+            self.task = gui.add_text("Task", initial_value="")
+            buttons = {action: gui.add_button(action.capitalize(), color=color)
+                       for action, color in (("start", "red"), ("stop", "gray"), ("discard", "orange"))}
+            for action, button in buttons.items():
+                button.on_click(lambda _event, a=action: actions.record(a, self.task.value))
+            self.record_answer = gui.add_markdown("")
+            self.recording = gui.add_markdown("**Not recording.**")
+        with gui.add_folder("Calibration"):
+            calibrate = gui.add_button("Calibrate operator pose")
+            calibrate.on_click(lambda _event: actions.calibrate())
+            self.calibrate_answer = gui.add_markdown("")
+        with gui.add_folder("Health"):
+            self.loop_rate = gui.add_markdown("")
+            self.faults = gui.add_markdown("")
+            self.timings = gui.add_markdown("")
+            self.counters = gui.add_markdown("")
+
+    def _build_scene(self, urdf_path: Path, operator_offset_xyz) -> None:
+        scene = self.server.scene
+        scene.add_grid("/grid", width=3.0, height=3.0, cell_size=0.25)
+        self.server.initial_camera.position = INITIAL_VIEW_FROM
+        self.server.initial_camera.look_at = INITIAL_VIEW_AT
+        self.robot = ViserUrdf(self.server, urdf_path, root_node_name="/robot/measured")
+        self.ghost = ViserUrdf(self.server, urdf_path, root_node_name="/robot/commanded", mesh_color_override=GHOST_RGBA)
+        self.operator_root = scene.add_frame("/operator", show_axes=False, position=operator_offset_xyz)
+        scene.add_label("/operator/label", "operator trackers", position=(0.0, 0.0, 0.05))
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        return self.robot.get_actuated_joint_names()
+
+    # --- updates (any thread) ----------------------------------------------------------------
+
+    def show_camera(self, rgb: np.ndarray) -> None:
+        self.camera.image = rgb
+
+    def show_other_camera(self, rgb: np.ndarray) -> None:
+        self.other_camera.image = rgb
+
+    def show_robot(self, measured: np.ndarray | None, commanded: np.ndarray | None) -> None:
+        with self.server.atomic():
+            if measured is not None:
+                self.robot.update_cfg(measured)
+            if commanded is not None:
+                self.ghost.update_cfg(commanded)
+
+    def show_trackers(self, poses: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        """child frame -> (position xyz, quaternion wxyz) in the operator's world frame."""
+        with self.server.atomic():
+            for name, (xyz, wxyz) in poses.items():
+                handle = self._trackers.get(name)
+                if handle is None:
+                    handle = self._trackers[name] = self.server.scene.add_frame(
+                        f"/operator/{name}", axes_length=TRACKER_AXES_M, axes_radius=TRACKER_AXES_M / 10)
+                    self.server.scene.add_label(f"/operator/{name}/label", name)
+                handle.position, handle.wxyz = xyz, wxyz
+
+    def show_banner(self, text: str) -> None:
+        self.banner.visible = bool(text)
+        self.banner.content = (
+            f'<div style="background:#c62828;color:#fff;padding:8px;font-weight:bold">{html.escape(text)}</div>'
+            if text else ""
+        )
+
+    def stop(self) -> None:
+        self.server.stop()

@@ -1,0 +1,77 @@
+"""Measured rate and age of each stream the console watches, and which required ones are stale.
+
+Times are plain seconds: ``arrival`` on a monotonic clock, ``stamp`` on the clock of the
+message headers (ROS time), so a frame's age is ``now_ros - stamp``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class StreamReading:
+    """What the page shows for one stream."""
+
+    fps: float  # messages per second over the recent window; 0 before two messages
+    age_s: float | None  # now - header stamp of the newest message; None before the first
+    silent_s: float | None  # now - arrival of the newest message; None before the first
+    count: int
+
+
+class StreamStats:
+    """Arrival times over a sliding window -> FPS; the newest header stamp -> age."""
+
+    def __init__(self, window_s: float = 2.0, max_samples: int = 512):
+        if window_s <= 0:
+            raise ValueError(f"window_s must be positive, got {window_s}")
+        self.window_s = window_s
+        self._arrivals: deque[float] = deque(maxlen=max_samples)
+        self._newest_stamp: float | None = None
+        self.count = 0
+
+    def add(self, arrival: float, stamp: float | None = None) -> None:
+        """One message arrived at monotonic ``arrival`` carrying header time ``stamp`` (if any)."""
+        self._arrivals.append(arrival)
+        if stamp is not None and stamp > 0.0:
+            self._newest_stamp = stamp
+        self.count += 1
+
+    def reading(self, now_monotonic: float, now_stamp_clock: float) -> StreamReading:
+        recent = [t for t in self._arrivals if now_monotonic - t <= self.window_s]
+        fps = (len(recent) - 1) / (recent[-1] - recent[0]) if len(recent) >= 2 and recent[-1] > recent[0] else 0.0
+        if not self._arrivals:
+            return StreamReading(0.0, None, None, 0)
+        silent = now_monotonic - self._arrivals[-1]
+        age = now_stamp_clock - self._newest_stamp if self._newest_stamp is not None else silent
+        return StreamReading(fps, age, silent, self.count)
+
+    def reset(self) -> None:
+        """Forget everything (the subscription went away with the last browser)."""
+        self._arrivals.clear()
+        self._newest_stamp = None
+        self.count = 0
+
+
+@dataclass(frozen=True)
+class RequiredStream:
+    """A stream the session cannot run without, and how long it may stay silent."""
+
+    topic: str
+    label: str
+    stale_after_s: float
+
+
+def stale_banner(readings: dict[str, StreamReading], required: list[RequiredStream], watching_for_s: float) -> str:
+    """One line naming every required stream that is silent too long (or never came once the
+    console has watched longer than its limit); empty when all are fresh."""
+    problems = []
+    for stream in required:
+        reading = readings.get(stream.topic)
+        if reading is None or reading.silent_s is None:
+            if watching_for_s > stream.stale_after_s:
+                problems.append(f"{stream.label} ({stream.topic}): nothing received")
+        elif reading.silent_s > stream.stale_after_s:
+            problems.append(f"{stream.label} ({stream.topic}): silent for {reading.silent_s:.1f} s")
+    return "STALE: " + "; ".join(problems) if problems else ""

@@ -1,0 +1,114 @@
+"""Issue 13: the operator console in a real headless browser, on the real graph.
+
+The embedded launcher starts the whole graph with the console (on a free port) and the recorder;
+Debian's headless Chromium opens the page. The test sees the camera image change on the page,
+switches Digital then Real with the page's buttons and watches /rynn/mode change from its own
+subscriber, records an episode from the page and reads the bag from disk. It also checks that
+the console subscribes to nothing until a browser connects and again after it leaves.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from launched_graph import ALL_UP, launcher_args, unique_lcm_url
+from ros_test_tools import read_log, wait_until
+
+TASK = "stack the cups"
+
+
+def free_tcp_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def console_subscribes(node, topic: str) -> bool:
+    return any(info.node_name == "operator_console" for info in node.get_subscriptions_info_by_topic(topic))
+
+
+@pytest.mark.ros
+@pytest.mark.slow
+def test_console_shows_the_camera_switches_modes_and_records_from_a_browser(tmp_path, start_process, ros_node):
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from rosbags.rosbag2 import Reader
+    from std_msgs.msg import String
+
+    from rynn_world.console import headless_browser as browser
+
+    port, bags = free_tcp_port(), tmp_path / "bags"
+    launcher = start_process(launcher_args(
+        tmp_path / "logs", "model_config:=tiny", "camera_width:=320", "camera_height:=240",
+        f"lcm_url:={unique_lcm_url()}", "record:=true", f"record_dir:={bags}", f"console_port:={port}",
+        sets=("sim_robot.render_rate_hz=5.0",)), "launcher")
+    assert wait_until(lambda: ALL_UP.search(read_log(launcher)) or launcher.poll() is not None, 300.0), read_log(launcher)
+    assert launcher.poll() is None, read_log(launcher)
+    assert f"operator console on http://127.0.0.1:{port}/" in read_log(launcher)
+
+    modes: list[str] = []
+    latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    ros_node.create_subscription(String, "/rynn/mode", lambda msg: modes.append(msg.data), latched)
+    assert wait_until(lambda: modes[-1:] == ["real"], 60.0, spin=ros_node.spin_once), modes
+
+    # No browser: the console subscribes to nothing (the recorder's subscription shows discovery works).
+    camera = "/camera/camera/color/image_raw"
+    assert wait_until(lambda: any(i.node_name == "rynn_recorder" for i in ros_node.get_subscriptions_info_by_topic(camera)),
+                      60.0, spin=ros_node.spin_once)
+    assert not console_subscribes(ros_node, camera) and not console_subscribes(ros_node, "/rynn/status")
+
+    driver = browser.start_browser(f"http://127.0.0.1:{port}/")
+    try:
+        assert wait_until(lambda: console_subscribes(ros_node, camera), 120.0, spin=ros_node.spin_once), read_log(launcher)
+
+        # The canonical camera is on the page, at most 640 px wide, and changing.
+        image = browser.wait_for(lambda: browser.camera_element(driver), 120.0)
+        assert image is not None, browser.page_text(driver)
+        assert browser.wait_for(lambda: "FPS, frame age" in browser.page_text(driver), 120.0), browser.page_text(driver)
+        assert 0 < driver.execute_script("return arguments[0].naturalWidth", image) <= 640
+        first = browser.element_pixels(image).astype(np.int16)
+        changed = browser.wait_for(
+            lambda: np.abs(browser.element_pixels(image).astype(np.int16) - first).mean() > 0.5, 120.0, period=1.0)
+        assert changed, "the camera image on the page did not change"
+
+        # Digital, then Real: one click each, the mode changes over DDS, the page says the answer.
+        for label in ("Digital", "Real"):
+            browser.click_button(driver, label)
+            assert wait_until(lambda: modes[-1] == label.lower(), 120.0, spin=ros_node.spin_once), (
+                modes, browser.page_text(driver), read_log(launcher)[-3000:])
+            assert browser.wait_for(lambda: f"{label}: accepted" in browser.page_text(driver), 60.0), browser.page_text(driver)
+            assert browser.wait_for(lambda: f"Mode: {label.upper()}" in browser.page_text(driver), 60.0)
+        bridge_log = (tmp_path / "logs" / "rynn_bridge.log").read_text()
+        assert bridge_log.count("SetMode digital") == 1 and bridge_log.count("SetMode real") == 1, bridge_log
+
+        # Record: the task goes to the recorder's parameter, Start and Stop from the page.
+        from selenium.webdriver.common.by import By
+        driver.find_element(By.XPATH, "//*[normalize-space(text())='Task']/following::input[1]").send_keys(TASK)
+        browser.click_button(driver, "Start")
+        started = browser.wait_for(lambda: "start: " in browser.page_text(driver) and browser.page_text(driver), 60.0)
+        assert started, browser.page_text(driver)
+        episode = Path(started.split("start: ", 1)[1].splitlines()[0].strip())
+        assert episode.parent == bags, started
+        assert browser.wait_for(lambda: f"`{episode}`" in browser.page_text(driver)
+                                or f"Recording {episode}" in browser.page_text(driver), 60.0), browser.page_text(driver)
+        assert browser.wait_for(lambda: "/joint_states" in browser.page_text(driver), 60.0), browser.page_text(driver)
+        browser.click_button(driver, "Stop")
+        assert browser.wait_for(lambda: f"stopped {episode.name}:" in browser.page_text(driver), 60.0), browser.page_text(driver)
+    finally:
+        driver.quit()
+
+    # The bag is on disk, readable, with the page's task and the canonical topics in it.
+    info = yaml.safe_load((episode / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert info["custom_data"]["task"] == TASK
+    with Reader(episode) as reader:
+        counts = {c.topic: c.msgcount for c in reader.connections}
+    assert counts.get("/joint_states", 0) > 0 and counts.get(camera, 0) > 0, counts
+
+    # The browser left: the console lets go of every subscription.
+    assert wait_until(lambda: not console_subscribes(ros_node, camera) and not console_subscribes(ros_node, "/rynn/status"),
+                      120.0, spin=ros_node.spin_once), read_log(launcher)[-2000:]
+    assert launcher.poll() is None
