@@ -379,18 +379,20 @@ def test_a_real_frame_stamped_a_day_ahead_is_rejected_and_never_stops_the_stream
     try:
         assert wait_until(lambda: frames_from(operator, "real", 0) >= 3, 30.0, spin=spin), read_log(bridge)
         future_stamp = operator.now_ns() + DAY_NS
+        operator.sources_on["real"] = False  # alone: the relay's subscription keeps only the newest frame
         operator.publish_frame("real", future_stamp, pixel=MARKER["real"])
-        sent_at = operator.now_ns()
         assert wait_until(lambda: operator.rejected("real_camera_stamp_in_future") == 1, 10.0, spin=spin), read_log(bridge)
+        operator.sources_on["real"] = True
+        sent_at = operator.now_ns()
         assert wait_until(lambda: frames_from(operator, "real", sent_at) >= 5, 10.0, spin=spin), read_log(bridge)
         assert operator.rejected("real_camera_stamp_not_advancing") == 0
 
         # A digital -> real round trip: the real stream is still forwarded afterwards.
-        operator.sources_on["digital"] = True
         response, _, _ = set_mode(operator, ros_node, wait_until, operator.SetMode.Request.MODE_DIGITAL)
         assert response.success, response.message
         operator.publish_frame("digital", operator.now_ns() + DAY_NS, pixel=MARKER["digital"])  # the same for the world model
         assert wait_until(lambda: operator.rejected("digital_camera_stamp_in_future") == 1, 10.0, spin=spin), read_log(bridge)
+        operator.sources_on["digital"] = True
         digital_from = operator.now_ns()
         assert wait_until(lambda: frames_from(operator, "digital", digital_from) >= 3, 10.0, spin=spin), read_log(bridge)
         response, _, real_from = set_mode(operator, ros_node, wait_until, operator.SetMode.Request.MODE_REAL)
@@ -412,10 +414,12 @@ def test_a_frame_whose_step_and_data_cannot_hold_the_image_is_not_relayed(ros_no
     spin = ros_node.spin_once
     assert wait_until(lambda: frames_from(operator, "digital", 0) >= 3, 30.0, spin=spin), read_log(bridge)
     bad_stamps = []
-    for pixel, step, data in ((1, 1, bytes(10)), (2, WIDTH * 3, bytes(100)), (3, WIDTH * 3, bytes(WIDTH * 3 * HEIGHT + 7))):
+    for count, (pixel, step, data) in enumerate(((1, 1, bytes(10)), (2, WIDTH * 3, bytes(100)),
+                                                 (3, WIDTH * 3, bytes(WIDTH * 3 * HEIGHT + 7))), start=1):
         bad_stamps.append(operator.now_ns())
         operator.publish_frame("digital", bad_stamps[-1], pixel, step=step, data=data)
-    assert wait_until(lambda: operator.rejected("digital_camera_bad_layout") == 3, 10.0, spin=spin), read_log(bridge)
+        # one at a time: the relay's subscription keeps only the newest frame (latest wins)
+        assert wait_until(lambda: operator.rejected("digital_camera_bad_layout") == count, 10.0, spin=spin), read_log(bridge)
     sent_at = operator.now_ns()
     assert wait_until(lambda: frames_from(operator, "digital", sent_at) >= 5, 10.0, spin=spin), read_log(bridge)
     assert not set(bad_stamps) & {t for _, t, _ in operator.frames}

@@ -64,8 +64,9 @@ CANONICAL_CAMERA_QOS = QoSProfile(
     depth=2, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE
 )
 # Camera sources: RELIABLE. A best-effort subscription lost ~40% of 640x480 frames here (benchmarks/bench_bridge.py);
-# a best-effort camera publisher does not match and is reported as a status fault.
-CAMERA_SOURCE_QOS = QoSProfile(depth=2, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+# a best-effort camera publisher does not match and is reported as a status fault. Depth 1: should the relay fall
+# behind, the newest frame replaces a waiting one (latest wins; a live view must never show a backlog).
+CAMERA_SOURCE_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 ACTION_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)  # newest wins
 MODE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
