@@ -75,6 +75,13 @@ def test_stage2_warmup_and_dmd_end_to_end(data_root, tmp_path):
     for key in ("distill/dmd_generator", "distill/critic_flow_matching", "distill/sample_mse_to_data"):
         assert len(history[key]) == 3 and np.isfinite([v for _, v in history[key]]).all()
     assert (student / "transformer").is_dir() and (tmp_path / "distill" / "final_warmup" / "transformer").is_dir()
+    # the control statistics: updated by stage 2 and the warm-up (clean data), left alone by DMD
+    stats = {name: {k: v for k, v in load_file(str(d / "transformer" / "diffusion_pytorch_model.safetensors")).items()
+                    if k.startswith("control_stats.")}
+             for name, d in (("stage2", stage2), ("warmup", tmp_path / "distill" / "final_warmup"), ("dmd", student))}
+    assert not torch.equal(stats["stage2"]["control_stats.control_mean"], torch.zeros(CFG.latent_channels))
+    assert not torch.equal(stats["warmup"]["control_stats.control_mean"], stats["stage2"]["control_stats.control_mean"])
+    assert all(torch.equal(stats["dmd"][k], stats["warmup"][k]) for k in stats["warmup"]), "DMD moved the statistics"
 
 
 def test_resume_from_a_checkpoint_is_bit_exact(data_root, tmp_path):
@@ -123,6 +130,8 @@ def test_yaml_configs_load_and_reject_unknown_keys(tmp_path):
     cfg = load_config(TrainConfig, root / "train_stage2.yaml")
     assert cfg.lora_rank == 64 and cfg.optim.lr == 1e-5 and cfg.optim.warmup_steps == 200
     assert load_config(TrainConfig, root / "train_stage1.yaml").optim.lr == 2e-5
+    ti2v = load_config(TrainConfig, root / "train_ti2v.yaml")
+    assert (ti2v.stage, ti2v.finetune, ti2v.optim.lr, ti2v.run.steps) == ("ti2v", "full", 2e-5, 2000)
     distill_cfg = load_config(DistillConfig, root / "train_distill.yaml")
     assert (distill_cfg.generator_lr, distill_cfg.critic_lr, distill_cfg.critic_updates_per_generator) == (2e-6, 5e-7, 5)
     bad = tmp_path / "bad.yaml"

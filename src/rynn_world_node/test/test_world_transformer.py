@@ -52,19 +52,21 @@ def test_zero_initialised_control_leaves_base_output_unchanged():
     assert (model(latents, 400.0, control=control, text_embeds=text) - without).abs().max() > 1e-3
 
 
-def test_control_statistics_update_in_train_mode_and_are_saved():
+def test_control_statistics_update_only_when_observed_and_are_saved():
     _, model = _models()
     latents, control, text = _inputs()
     control = control * 3.0 + 2.0
-    model.eval()
-    with torch.no_grad():
-        model(latents, 400.0, control=control, text_embeds=text)
-    assert torch.equal(model.control_stats.control_mean, torch.zeros(C))
-    model.train()
+    model.train()  # training mode alone must not touch the statistics (forward is also used by rollouts)
     model(latents, 400.0, control=control, text_embeds=text)
+    assert torch.equal(model.control_stats.control_mean, torch.zeros(C))
+    assert torch.equal(model.control_stats.latent_std, torch.ones(C))
+    model.control_stats.observe(control, latents)
     momentum = model.control_stats.momentum
-    expected_mean = momentum * control.transpose(0, 1).flatten(1).mean(1)
-    torch.testing.assert_close(model.control_stats.control_mean, expected_mean)
+    per_channel = control.transpose(0, 1).flatten(1)
+    torch.testing.assert_close(model.control_stats.control_mean, momentum * per_channel.mean(1))
+    torch.testing.assert_close(model.control_stats.control_std,
+                               (1 - momentum) + momentum * per_channel.std(1, unbiased=False))
+    torch.testing.assert_close(model.control_stats.latent_mean, momentum * latents.transpose(0, 1).flatten(1).mean(1))
     state = model.state_dict()
     for key in ("control_patch_embedding.weight", "control_scale", "control_stats.control_mean",
                 "control_stats.latent_std", "null_text_embedding"):

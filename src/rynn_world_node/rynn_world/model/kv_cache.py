@@ -12,6 +12,31 @@ sink never drifts away in RoPE distance), which keeps an unbounded stream in dis
 import torch
 
 
+def window_blocks_seen(block: int, window_blocks: int) -> range:
+    """Indices of the earlier blocks (1-based; 0 is the reference sink) that block `block` attends
+    to besides the sink: the last `window_blocks` of them, oldest first."""
+    return range(max(1, block - window_blocks), block)
+
+
+def stream_frame_positions(filled_blocks: int, block_frames: int, current_frames: int,
+                           has_sink: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """RoPE frame positions of one causal step: (current block, attended keys).
+
+    Keys are laid out [current block | sink | window blocks, oldest first]. Before the sink exists
+    (the reference step) the current block sits at 0..; after it the sink is at 0, the
+    `filled_blocks` window blocks at 1.. in age order and the current block right after them.
+    This is the one place the window's position arithmetic lives: the serving cache, the
+    training cache and the teacher-forced warm-up (training.causal) all take it from here.
+    """
+    if not has_sink:
+        current = torch.arange(current_frames)
+        return current, current
+    start = 1 + filled_blocks * block_frames
+    current = torch.arange(start, start + current_frames)
+    window = 1 + torch.arange(filled_blocks * block_frames)
+    return current, torch.cat([current, torch.zeros(1, dtype=torch.long), window])
+
+
 class RollingKVCache:
     """Pre-allocated once; `storage` never changes size or address over a stream."""
 
@@ -50,10 +75,7 @@ class RollingKVCache:
     def current_positions(self, num_frames: int | None = None) -> torch.Tensor:
         """Frame positions of the block being generated."""
         num_frames = self.block_frames if num_frames is None else num_frames
-        if not self.has_sink:
-            return torch.arange(num_frames)
-        start = 1 + self.filled_blocks * self.block_frames
-        return torch.arange(start, start + num_frames)
+        return stream_frame_positions(self.filled_blocks, self.block_frames, num_frames, self.has_sink)[0]
 
     def attended_tokens(self, current_tokens: int) -> int:
         """Length of the contiguous prefix the current block attends to."""
@@ -63,17 +85,14 @@ class RollingKVCache:
 
     def key_frame_positions(self, current_frames: int) -> torch.Tensor:
         """Frame position of every frame in the attended prefix, in storage order."""
-        current = self.current_positions(current_frames)
+        keys = _checked_key_positions(self, current_frames)
         if not self.has_sink:
-            return current
-        if current_frames != self.block_frames:
-            raise ValueError(f"after the reference, blocks must have {self.block_frames} latent frames, got {current_frames}")
-        k = self.block_frames
+            return keys
+        # the ring holds the window in slot order; positions are given by age (oldest first)
         oldest = self.next_slot if self.filled_blocks == self.window_blocks else 0
-        slots = torch.arange(self.filled_blocks)
-        ages = (slots - oldest) % self.window_blocks
-        ring = (1 + ages[:, None] * k + torch.arange(k)[None]).flatten()
-        return torch.cat([current, torch.zeros(1, dtype=torch.long), ring])
+        ages = (torch.arange(self.filled_blocks) - oldest) % self.window_blocks
+        by_age = keys[current_frames + 1:].view(self.filled_blocks, self.block_frames)
+        return torch.cat([keys[: current_frames + 1], by_age[ages].flatten()])
 
     def write_current(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> None:
         n = k.shape[1]
@@ -131,8 +150,7 @@ class TrainingKVCache:
 
     def current_positions(self, num_frames: int | None = None) -> torch.Tensor:
         num_frames = self.block_frames if num_frames is None else num_frames
-        start = 1 + self.filled_blocks * self.block_frames if self.has_sink else 0
-        return torch.arange(start, start + num_frames)
+        return stream_frame_positions(self.filled_blocks, self.block_frames, num_frames, self.has_sink)[0]
 
     def attended_tokens(self, current_tokens: int) -> int:
         if not self.has_sink:
@@ -140,13 +158,7 @@ class TrainingKVCache:
         return self.block_tokens + self.tokens_per_frame + self.filled_blocks * self.block_tokens
 
     def key_frame_positions(self, current_frames: int) -> torch.Tensor:
-        current = self.current_positions(current_frames)
-        if not self.has_sink:
-            return current
-        if current_frames != self.block_frames:
-            raise ValueError(f"after the reference, blocks must have {self.block_frames} latent frames, got {current_frames}")
-        ring = 1 + torch.arange(self.filled_blocks * self.block_frames)
-        return torch.cat([current, torch.zeros(1, dtype=torch.long), ring])
+        return _checked_key_positions(self, current_frames)  # the window is kept oldest first
 
     def write_current(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> None:
         self._current[layer] = (k, v)
@@ -166,3 +178,10 @@ class TrainingKVCache:
         self.window.append(list(self._current))
         if len(self.window) > self.window_blocks:
             self.window.pop(0)
+
+
+def _checked_key_positions(cache, current_frames: int) -> torch.Tensor:
+    """stream_frame_positions' keys for a cache's state, window in age order."""
+    if cache.has_sink and current_frames != cache.block_frames:
+        raise ValueError(f"after the reference, blocks must have {cache.block_frames} latent frames, got {current_frames}")
+    return stream_frame_positions(cache.filled_blocks, cache.block_frames, current_frames, cache.has_sink)[1]

@@ -4,14 +4,19 @@ Subclassing WanTransformer3DModel keeps every Wan parameter under its diffusers 
 Wan2.2-TI2V-5B checkpoint loads unchanged and, with the control branch silent, the bidirectional
 output equals diffusers' own forward. What is added:
 - control_patch_embedding (zero-initialised) + control_scale (alpha, init 0.1) + ControlAlignment
-  statistics: x = PatchEmbed_z(z_t) + alpha * PatchEmbed_c(c~)  (paper Eq. 3);
+  statistics: x = PatchEmbed_z(z_t) + alpha * PatchEmbed_c(c~)  (paper Eq. 3). No forward pass
+  updates the statistics: a training step on clean data calls control_stats.observe itself
+  (training.losses.observe_control_statistics), so rollouts and critics never feed them noise;
 - per-latent-frame timesteps, so the reference frame (frame 0) is denoised at t = 0 while the
   rest are noisy (Wan2.2 TI2V's expand_timesteps, evaluated per frame instead of per token);
 - null_text_embedding: a learned embedding used when no precomputed text embedding is given,
   so the teleop loop never runs a text encoder;
-- explicit attention masks and frame positions (block-causal teacher forcing), and a cached
-  streaming step for the causal student (see kv_cache.RollingKVCache).
+- explicit attention masks and frame positions, attention groups (the teacher-forced warm-up
+  attends exactly as streaming does: sink + window at re-indexed positions, see
+  training.causal), and a cached streaming step for the causal student (kv_cache.RollingKVCache).
 """
+
+from typing import NamedTuple
 
 import torch
 import torch.utils.checkpoint
@@ -23,6 +28,16 @@ from .attention import attend, cross_attention, project_context, project_self_at
 from .control import ControlAlignment
 from .kv_cache import RollingKVCache
 from .rope import FramePositionRope, apply_rope
+
+
+class AttentionGroup(NamedTuple):
+    """Queries `queries` (a token slice) attend to the tokens `keys`, whose keys are rotated at
+    `key_frame_positions` (one per key frame, tokens laid out frame-major). A forward's groups
+    cover its query tokens in order."""
+
+    queries: slice
+    keys: torch.Tensor
+    key_frame_positions: torch.Tensor
 
 
 class RynnWorldTransformer(WanTransformer3DModel):
@@ -90,8 +105,6 @@ class RynnWorldTransformer(WanTransformer3DModel):
         if control is not None:
             if control.shape != latents.shape:
                 raise ValueError(f"control latent {tuple(control.shape)} must match video latent {tuple(latents.shape)}")
-            if self.training:
-                self.control_stats.observe(control, latents[:, :, :1])  # frame 0 is the clean reference
             x = x + self.control_scale * self.control_patch_embedding(self.control_stats(control))
         return x.flatten(2).transpose(1, 2).contiguous()
 
@@ -182,6 +195,7 @@ class RynnWorldTransformer(WanTransformer3DModel):
         text_embeds: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
         frame_positions: torch.Tensor | None = None,
+        attention_groups: list[AttentionGroup] | None = None,
     ) -> torch.Tensor:
         """Velocity for (B, C, F, H, W) latents.
 
@@ -189,19 +203,35 @@ class RynnWorldTransformer(WanTransformer3DModel):
         control: optional (B, C, F, H, W) skeleton latent; None skips the control branch.
         attention_mask: optional boolean (N, N) token mask (see attention.block_causal_mask).
         frame_positions: optional (F,) RoPE frame positions; default 0..F-1.
+        attention_groups: instead of one (masked) attention over the sequence, each group's queries
+            attend to their own keys at their own positions (frame_positions then place the queries).
         """
+        if attention_mask is not None and attention_groups is not None:
+            raise ValueError("pass attention_mask or attention_groups, not both")
         b = latents.shape[0]
         grid = self.patch_grid(latents)
         x = self.embed_video(latents, control)
         temb, modulation = self.embed_timesteps(self.frame_timesteps(timestep, b, grid[0], latents.device), x.dtype)
         context_kv = self.context_kv(self.embed_text(text_embeds, b, x.dtype))
         positions = torch.arange(grid[0]) if frame_positions is None else frame_positions.cpu()
-        rope = self.rope_table(grid[1], grid[2], latents.device)(positions)
+        table = self.rope_table(grid[1], grid[2], latents.device)
+        rope = table(positions)
 
         def full_attention(layer, q, k, v):
             return attend(q, apply_rope(k, *rope), v, attention_mask)
 
-        x = self._run_blocks(x, modulation, context_kv, rope, grid[0], full_attention)
+        if attention_groups is not None:
+            stops = [g.queries.stop for g in attention_groups]
+            if [g.queries.start for g in attention_groups] != [0] + stops[:-1] or stops[-1] != x.shape[1]:
+                raise ValueError(f"attention groups must cover the {x.shape[1]} query tokens in order")
+            groups = [(g.queries, g.keys.to(latents.device), table(g.key_frame_positions)) for g in attention_groups]
+
+            def grouped_attention(layer, q, k, v):
+                return torch.cat([attend(q[:, rows], apply_rope(k[:, keys], *key_rope), v[:, keys])
+                                  for rows, keys, key_rope in groups], dim=1)
+
+        x = self._run_blocks(x, modulation, context_kv, rope, grid[0],
+                             full_attention if attention_groups is None else grouped_attention)
         return self._output(x, temb, grid, b)
 
     def forward_cached(

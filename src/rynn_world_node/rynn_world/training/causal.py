@@ -4,45 +4,66 @@ differentiable KV cache (paper Sec. 3.5)."""
 import torch
 
 from .. import flow_matching as fm
-from ..model.attention import frame_block_ids
-from ..model.kv_cache import TrainingKVCache
-from ..model.transformer import RynnWorldTransformer
+from ..model.kv_cache import TrainingKVCache, stream_frame_positions, window_blocks_seen
+from ..model.transformer import AttentionGroup, RynnWorldTransformer
 
 
-def teacher_forcing_mask(num_frames: int, tokens_per_frame: int, block_frames: int, device=None) -> torch.Tensor:
-    """(N, N) mask over [clean frames 0..F-1 | noisy frames 1..F-1].
+def teacher_forcing_layout(num_frames: int, tokens_per_frame: int, block_frames: int,
+                           window_blocks: int) -> tuple[torch.Tensor, list[AttentionGroup]]:
+    """Query frame positions and attention groups over the sequence [clean 0..F-1 | noisy 1..F-1].
 
-    Clean frames attend block-causally among themselves; a noisy frame attends to the clean
-    frames of earlier blocks (the reference included) and to the noisy frames of its own block:
-    exactly what a streaming block sees, a committed clean cache plus itself.
+    Every block attends exactly as the streaming student does: its clean frames to themselves,
+    the reference sink and the clean frames of the last `window_blocks` blocks (what a commit at
+    t = 0 sees), its noisy frames to themselves and the same clean context (a denoising step),
+    at the re-indexed positions of kv_cache.stream_frame_positions. So the warm-up trains the
+    context serving gives, beyond the window too.
     """
-    blocks = frame_block_ids(num_frames, block_frames, device)
-    clean, noisy = blocks, blocks[1:]
-    query = torch.cat([clean, noisy]).repeat_interleave(tokens_per_frame)
-    key = query
-    is_noisy = torch.cat([torch.zeros(num_frames, dtype=torch.bool, device=device),
-                          torch.ones(num_frames - 1, dtype=torch.bool, device=device)]).repeat_interleave(tokens_per_frame)
-    q_noisy, k_noisy = is_noisy[:, None], is_noisy[None, :]
-    clean_to_clean = ~q_noisy & ~k_noisy & (key[None, :] <= query[:, None])
-    noisy_to_clean = q_noisy & ~k_noisy & (key[None, :] < query[:, None])
-    noisy_to_own_block = q_noisy & k_noisy & (key[None, :] == query[:, None])
-    return clean_to_clean | noisy_to_clean | noisy_to_own_block
+    k, n = block_frames, tokens_per_frame
+    if (num_frames - 1) % k:
+        raise ValueError(f"{num_frames} latent frames are not the reference + whole blocks of {k}")
+
+    def frames(block: int) -> list[int]:
+        return [0] if block == 0 else list(range(1 + (block - 1) * k, 1 + block * k))
+
+    def tokens(sequence_frames: list[int]) -> torch.Tensor:
+        return (torch.tensor(sequence_frames)[:, None] * n + torch.arange(n)).flatten()
+
+    def group(sequence_frames: list[int], context: list[int], key_positions: torch.Tensor) -> AttentionGroup:
+        queries = slice(sequence_frames[0] * n, (sequence_frames[-1] + 1) * n)
+        return AttentionGroup(queries, tokens(sequence_frames + context), key_positions)
+
+    positions = torch.empty(2 * num_frames - 1, dtype=torch.long)
+    clean_groups, noisy_groups = [], []
+    for block in range(1 + (num_frames - 1) // k):
+        own = frames(block)
+        if block == 0:
+            current, keys = stream_frame_positions(0, k, 1, has_sink=False)
+            context = []
+        else:
+            seen = window_blocks_seen(block, window_blocks)
+            current, keys = stream_frame_positions(len(seen), k, k)
+            context = [0] + [f for earlier in seen for f in frames(earlier)]
+        positions[own] = current
+        clean_groups.append(group(own, context, keys))
+        if block:
+            noisy = [num_frames + f - 1 for f in own]
+            positions[noisy] = current
+            noisy_groups.append(group(noisy, context, keys))
+    return positions, clean_groups + noisy_groups
 
 
-def causal_flow_matching_loss(model, latents, control, sigma, noise, block_frames: int) -> torch.Tensor:
-    """Warm-up objective: MSE on the velocity of each noisy block given the clean past (Eq. 4)."""
+def causal_flow_matching_loss(model, latents, control, sigma, noise, block_frames: int, window_blocks: int) -> torch.Tensor:
+    """Warm-up objective: MSE on the velocity of each noisy block given its clean context (Eq. 4)."""
     b, _, f, h, w = latents.shape
-    p_t, p_h, p_w = model.config.patch_size if hasattr(model, "config") else (1, 2, 2)
-    tokens = (h // p_h) * (w // p_w)
+    _, p_h, p_w = model.config.patch_size
     s = sigma.view(-1, 1, 1, 1, 1).to(latents.dtype)
     noisy = fm.add_noise(latents[:, :, 1:], noise[:, :, 1:], s)
     x = torch.cat([latents, noisy], dim=2)
     timesteps = torch.cat([torch.zeros(b, f, device=latents.device),
                            (sigma * fm.NUM_TRAIN_TIMESTEPS)[:, None].expand(b, f - 1).float()], dim=1)
     both_control = None if control is None else torch.cat([control, control[:, :, 1:]], dim=2)
-    positions = torch.cat([torch.arange(f), torch.arange(1, f)])
-    mask = teacher_forcing_mask(f, tokens, block_frames, latents.device)
-    velocity = model(x, timesteps, control=both_control, attention_mask=mask, frame_positions=positions)
+    positions, groups = teacher_forcing_layout(f, (h // p_h) * (w // p_w), block_frames, window_blocks)
+    velocity = model(x, timesteps, control=both_control, frame_positions=positions, attention_groups=groups)
     target = fm.velocity_target(latents[:, :, 1:], noise[:, :, 1:])
     return torch.nn.functional.mse_loss(velocity[:, :, f:].float(), target.float())
 

@@ -53,7 +53,7 @@ class TrainConfig:
     """Stage 1 (human video) or stage 2 (robot episodes) flow-matching training of the teacher."""
 
     model: str = "embedded_cpu"  # a name in rynn_world.model.configs
-    stage: int = 2
+    stage: int | str = 2  # 1 (human video), 2 (robot episodes) or "ti2v" (text + image, no action)
     init_checkpoint: str | None = None  # dir with transformer/ (+ vae/); None = fresh weights
     vae_checkpoint: str | None = None  # dir with the VAE (defaults to init_checkpoint/vae)
     allow_missing_control: bool = True  # plain Wan weights start with a zero control branch

@@ -1,7 +1,8 @@
 """Autoregressive distillation of the bidirectional teacher into the causal 4-step student.
 
-Phase 1 (steps < warmup_steps): causal flow-matching warm-up, teacher-forced block-causal MSE
-on the velocity. Phase 2: DMD. Each DMD step makes `critic_updates_per_generator` critic (fake
+Phase 1 (steps < warmup_steps): causal flow-matching warm-up, teacher-forced MSE on the velocity
+with the streaming context (sink + window, training.causal.teacher_forcing_layout); the only
+phase that updates the control statistics (clean data). Phase 2: DMD. Each DMD step makes `critic_updates_per_generator` critic (fake
 score) updates by flow matching on fresh student rollouts, then one generator update that pushes
 the rollout along fake-minus-real score, the real score being the frozen teacher. Rollouts run
 the 4-step schedule through the KV cache with gradients across chunks.
@@ -25,7 +26,7 @@ from .ema import EMA
 from .export import load_or_build_transformer, load_vae, save_world_model
 from .lora import export_transformer
 from .loop import TrainingLoop, adamw, average_gradients, make_accelerator, step_generator, lr_schedule
-from .losses import dmd_generator_loss, flow_matching_loss, sample_sigmas
+from .losses import dmd_generator_loss, flow_matching_loss, observe_control_statistics, sample_sigmas
 
 
 def distill(cfg: DistillConfig, resume: str | None = "latest") -> Path:
@@ -78,10 +79,12 @@ def distill(cfg: DistillConfig, resume: str | None = "latest") -> Path:
         if step < cfg.warmup_steps:
             batch = sample_batch(dataset, cfg.run.batch_size, generator, device)
             latents = batch["latents"]
+            observe_control_statistics(student, latents, batch["control"])
             sigma = sample_sigmas(latents.shape[0], model_config.shift, generator, device)
             noise = torch.randn(latents.shape, generator=generator).to(device)
             with accelerator.autocast():
-                loss = causal_flow_matching_loss(student, latents, batch["control"], sigma, noise, model_config.block_frames)
+                loss = causal_flow_matching_loss(student, latents, batch["control"], sigma, noise,
+                                                 model_config.block_frames, model_config.window_blocks)
             update(student, loss, "warmup")
             if step + 1 == cfg.warmup_steps and accelerator.is_main_process:
                 save_world_model(output_dir / "final_warmup", export_transformer(copy.deepcopy(student)), vae)

@@ -1,10 +1,19 @@
 """Writing and reading world-model checkpoint directories: transformer/ + vae/ in diffusers layout
-(what rynn_world.nodes.model_loading and load_transformer read)."""
+(what rynn_world.nodes.model_loading and load_transformer read).
+
+A base-model directory may also hold NULL_TEXT_FILE, the base model's embedding of the empty prompt
+(for Wan2.2: the UMT5 encoder's output for "", zero-padded to 512 tokens, as WanPipeline.encode_prompt
+returns it), as a safetensors file with one tensor "prompt_embeds" of shape (tokens, text_dim) or
+(1, tokens, text_dim). Training initialises the model's null_text_embedding (the text the teleop loop
+runs with) from it when the transformer weights carry none; without the file it starts at zeros.
+"""
 
 from pathlib import Path
 
 import torch
 from diffusers import AutoencoderKLWan
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
 
 from ..model.configs import WorldModelConfig
 from ..model.transformer import RynnWorldTransformer
@@ -30,8 +39,53 @@ def load_vae(config: WorldModelConfig, checkpoint: str | None, device=None, dtyp
     return AutoencoderKLWan.from_pretrained(str(path)).to(device=device, dtype=dtype).eval()
 
 
+NULL_TEXT_FILE = "null_text_embedding.safetensors"
+NULL_TEXT_KEY = "prompt_embeds"
+
+
+def save_null_text_embedding(directory, prompt_embeds: torch.Tensor) -> Path:
+    """Write the empty-prompt embedding into a checkpoint directory in the format described above."""
+    path = Path(directory) / NULL_TEXT_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file({NULL_TEXT_KEY: prompt_embeds.detach().float().cpu().contiguous()}, str(path))
+    return path
+
+
+def read_null_text_embedding(path, tokens: int, text_dim: int) -> torch.Tensor:
+    """The (tokens, text_dim) embedding of NULL_TEXT_FILE, zero-padded to `tokens` as Wan pads prompts."""
+    tensors = load_file(str(path))
+    if NULL_TEXT_KEY not in tensors:
+        raise ValueError(f"{path}: expected a tensor named {NULL_TEXT_KEY!r}, found {sorted(tensors)}")
+    embedding = tensors[NULL_TEXT_KEY]
+    if embedding.ndim == 3 and embedding.shape[0] == 1:
+        embedding = embedding[0]
+    if embedding.ndim != 2 or embedding.shape[1] != text_dim or embedding.shape[0] > tokens:
+        raise ValueError(f"{path}: {NULL_TEXT_KEY} has shape {tuple(embedding.shape)}; the model needs "
+                         f"(<= {tokens}, {text_dim})")
+    return torch.nn.functional.pad(embedding.float(), (0, 0, 0, tokens - embedding.shape[0]))
+
+
+def _weights_have_null_text(transformer_dir: Path) -> bool:
+    for file in transformer_dir.glob("*.safetensors"):
+        with safe_open(str(file), framework="pt") as weights:
+            if "null_text_embedding" in weights.keys():
+                return True
+    return False
+
+
 def load_or_build_transformer(config: WorldModelConfig, checkpoint: str | None, allow_missing_control: bool = False,
                               device=None) -> RynnWorldTransformer:
-    if checkpoint is None or not (Path(checkpoint) / "transformer").is_dir():
-        return RynnWorldTransformer(**config.transformer, null_text_tokens=config.null_text_tokens).to(device)
-    return load_transformer(Path(checkpoint) / "transformer", device=device, allow_missing_control=allow_missing_control)
+    """The checkpoint's transformer, or fresh weights for the config. Its null text embedding comes
+    from the weights, else from <checkpoint>/NULL_TEXT_FILE, else stays at zeros."""
+    directory = None if checkpoint is None else Path(checkpoint)
+    if directory is None or not (directory / "transformer").is_dir():
+        model = RynnWorldTransformer(**config.transformer, null_text_tokens=config.null_text_tokens)
+        trained_null_text = False
+    else:
+        model = load_transformer(directory / "transformer", allow_missing_control=allow_missing_control)
+        trained_null_text = _weights_have_null_text(directory / "transformer")
+    if directory is not None and not trained_null_text and (directory / NULL_TEXT_FILE).is_file():
+        with torch.no_grad():
+            model.null_text_embedding.copy_(read_null_text_embedding(directory / NULL_TEXT_FILE,
+                                                                     *model.null_text_embedding.shape))
+    return model.to(device)

@@ -6,8 +6,21 @@ and is excluded from the loss; all other frames share one noise level per sample
 
 import torch
 import torch.nn.functional as F
+from accelerate.utils import extract_model_from_parallel
 
 from .. import flow_matching as fm
+
+
+def observe_control_statistics(model, clean_latents: torch.Tensor, control: torch.Tensor | None) -> None:
+    """Update the Eq. 3 running statistics from a batch of *data*: clean video latents and their
+    control. Only clean-data training steps call this (stage 1/2, the causal warm-up); student
+    rollouts, critic updates and DMD scores never do, so noise never enters the statistics."""
+    if control is None:
+        return
+    base = extract_model_from_parallel(model)
+    if hasattr(base, "get_base_model"):  # peft (LoRA) wrapper
+        base = base.get_base_model()
+    base.control_stats.observe(control, clean_latents)
 
 
 def sample_sigmas(batch_size: int, shift: float, generator: torch.Generator, device,

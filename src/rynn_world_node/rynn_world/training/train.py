@@ -1,5 +1,6 @@
 """Stage 1 (egocentric human video) / stage 2 (robot episodes) training of the bidirectional DiT
-with the conditional flow-matching loss.
+with the conditional flow-matching loss, and the TI2V stage before them (stage: ti2v, paper Sec.
+5.1): text + image to video without the action, the control branch frozen and never run.
 
     python -m rynn_world.training.train --config config/train_stage2_cpu.yaml [key.sub=value ...]
     accelerate launch --config_file config/accelerate_ddp.yaml -m rynn_world.training.train --config ...
@@ -17,21 +18,37 @@ from .config import TrainConfig, run_from_command_line
 from .datasets import build_latent_dataset, sample_batch
 from .ema import EMA
 from .export import load_or_build_transformer, load_vae, save_world_model
-from .lora import add_lora, export_transformer, trainable_named_parameters
-from .losses import flow_matching_loss, sample_sigmas
+from .lora import CONTROL_BRANCH, add_lora, export_transformer, trainable_named_parameters
+from .losses import flow_matching_loss, observe_control_statistics, sample_sigmas
 from .loop import TrainingLoop, adamw, make_accelerator, step_generator, lr_schedule
 
 
+STAGES = (1, 2, "ti2v")
+
+
+def uses_action(cfg: TrainConfig) -> bool:
+    """Stages 1 and 2 condition on the skeleton; the TI2V stage does not."""
+    if cfg.stage not in STAGES:
+        raise ValueError(f"stage must be one of {STAGES}, got {cfg.stage!r}")
+    return cfg.stage != "ti2v"
+
+
+def stage_name(cfg: TrainConfig) -> str:
+    return "ti2v" if cfg.stage == "ti2v" else f"stage{cfg.stage}"
+
+
 def build_trainable(cfg: TrainConfig, device):
+    action = uses_action(cfg)
     transformer = load_or_build_transformer(get_config(cfg.model), cfg.init_checkpoint, cfg.allow_missing_control, device)
     if cfg.run.gradient_checkpointing:
         transformer.enable_gradient_checkpointing()
     transformer.train()
     if cfg.finetune == "lora":
-        return add_lora(transformer, cfg.lora_rank, train_patch_embedding=cfg.stage == 1), None
+        return add_lora(transformer, cfg.lora_rank, train_patch_embedding=cfg.stage == 1, train_control_branch=action), None
     if cfg.finetune != "full":
         raise ValueError(f"finetune must be 'lora' or 'full', got {cfg.finetune!r}")
-    transformer.requires_grad_(True)
+    for name, param in transformer.named_parameters():
+        param.requires_grad_(action or not name.startswith(CONTROL_BRANCH))
     return transformer, EMA(transformer.named_parameters(), cfg.ema_decay)
 
 
@@ -49,14 +66,17 @@ def train(cfg: TrainConfig, resume: str | None = "latest") -> Path:
     model, optimizer = accelerator.prepare(model, optimizer)
     emas = {"model": ema} if ema is not None else {}
     loop = TrainingLoop(cfg.run, accelerator, {"model": model}, {"model": optimizer}, {"model": scheduler}, emas,
-                        name=f"stage{cfg.stage}")
+                        name=stage_name(cfg))
+    action = uses_action(cfg)
     if resume:
         loop.resume(resume)
 
     def step_fn(step: int) -> dict[str, float]:
         generator = step_generator(cfg.run.seed, step, accelerator.process_index, "cpu")
         batch = sample_batch(dataset, cfg.run.batch_size, generator, device)
-        latents, control = batch["latents"], batch["control"]
+        latents = batch["latents"]
+        control = batch["control"] if action else None
+        observe_control_statistics(model, latents, control)
         sigma = sample_sigmas(latents.shape[0], model_config.shift, generator, device)
         noise = torch.randn(latents.shape, generator=generator).to(device)
         with accelerator.autocast():
@@ -68,7 +88,7 @@ def train(cfg: TrainConfig, resume: str | None = "latest") -> Path:
         optimizer.zero_grad(set_to_none=True)
         if ema is not None:
             ema.update(trainable_named_parameters(accelerator.unwrap_model(model)))
-        return {f"stage{cfg.stage}/flow_matching": loss.item()}
+        return {f"{stage_name(cfg)}/flow_matching": loss.item()}
 
     loop.run(cfg.run.steps, step_fn)
     final = Path(cfg.run.output_dir) / "final"
