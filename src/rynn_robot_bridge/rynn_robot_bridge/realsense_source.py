@@ -38,6 +38,7 @@ class RealSenseSettings:
     height: int = 480
     fps: int = 30
     real_time_playback: bool = True  # a recording plays at its recorded pace
+    repeat_playback: bool = False  # a recording starts over at its end
 
 
 @dataclass(frozen=True)
@@ -64,13 +65,17 @@ class TimestampMapper:
     def __init__(self, now_ns=time.time_ns):
         self._now_ns = now_ns
         self._offset_ns: int | None = None
+        self._last_camera_ns: int | None = None
 
     def to_ros_ns(self, timestamp_ms: float, domain: str) -> int:
         camera_ns = int(round(timestamp_ms * 1000)) * 1000  # via whole µs: ms since 1970 in a double has no ns digits
         if domain in self.HOST_DOMAINS:
             return camera_ns
-        if self._offset_ns is None:  # hardware clock: anchor its first frame at the host's now
+        if self._offset_ns is None or camera_ns < self._last_camera_ns:
+            # hardware clock: anchor its first frame at the host's now, again when it restarts
+            # (a device reset, a recording played over), so ROS time never runs backwards
             self._offset_ns = self._now_ns() - camera_ns
+        self._last_camera_ns = camera_ns
         return camera_ns + self._offset_ns
 
 
@@ -107,7 +112,7 @@ class RealSenseColorStream:
             path = Path(settings.recording).expanduser()
             if not path.is_file():
                 raise CameraSourceError(f"RealSense recording not found: {path}")
-            config.enable_device_from_file(str(path), repeat_playback=False)
+            config.enable_device_from_file(str(path), repeat_playback=settings.repeat_playback)
             config.enable_stream(rs.stream.color)
         else:
             config.enable_device(self._choose_serial())

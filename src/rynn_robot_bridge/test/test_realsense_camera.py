@@ -27,26 +27,26 @@ COEFFS = [0.12, -0.25, 0.001, -0.002, 0.1]
 TIMEOUT = 60.0
 
 
-def frame_pixels(index: int) -> np.ndarray:
+def frame_pixels(index: int, width: int = WIDTH, height: int = HEIGHT) -> np.ndarray:
     """A frame that says which one it is: red = index, green = a column ramp, blue = 7."""
-    rgb = np.zeros((HEIGHT, WIDTH, 3), np.uint8)
+    rgb = np.zeros((height, width, 3), np.uint8)
     rgb[..., 0] = index
-    rgb[..., 1] = np.arange(WIDTH, dtype=np.uint8)[None, :] * 3
+    rgb[..., 1] = (np.arange(width) * 3 % 256).astype(np.uint8)[None, :]
     rgb[..., 2] = 7
     return rgb
 
 
-def record_software_camera(path: Path, frames: int = FRAMES) -> Path:
+def record_software_camera(path: Path, frames: int = FRAMES, width: int = WIDTH, height: int = HEIGHT) -> Path:
     """A librealsense recording of a software colour sensor (what rs.recorder writes for a real camera)."""
     device = rs.software_device()
     sensor = device.add_sensor("RGB Camera")
     intrinsics = rs.intrinsics()
-    intrinsics.width, intrinsics.height = WIDTH, HEIGHT
+    intrinsics.width, intrinsics.height = width, height
     intrinsics.fx, intrinsics.fy, intrinsics.ppx, intrinsics.ppy = 52.0, 53.0, 31.5, 23.25
     intrinsics.model, intrinsics.coeffs = rs.distortion.brown_conrady, COEFFS
     stream = rs.video_stream()
     stream.type, stream.index, stream.uid = rs.stream.color, 0, 0
-    stream.width, stream.height, stream.fps, stream.bpp, stream.fmt = WIDTH, HEIGHT, FPS, 3, rs.format.rgb8
+    stream.width, stream.height, stream.fps, stream.bpp, stream.fmt = width, height, FPS, 3, rs.format.rgb8
     stream.intrinsics = intrinsics
     profile = sensor.add_video_stream(stream)
     device.register_info(rs.camera_info.serial_number, "000111222")
@@ -60,7 +60,7 @@ def record_software_camera(path: Path, frames: int = FRAMES) -> Path:
         # Paced like a camera: the recorder stores arrival times and playback replays them in real time.
         time.sleep(max(0.0, started + index / FPS - time.monotonic()))
         frame = rs.software_video_frame()
-        frame.pixels, frame.bpp, frame.stride = frame_pixels(index), 3, WIDTH * 3
+        frame.pixels, frame.bpp, frame.stride = frame_pixels(index, width, height), 3, width * 3
         frame.timestamp, frame.domain, frame.frame_number = FIRST_MS + index * FRAME_MS, rs.timestamp_domain.hardware_clock, index
         frame.profile = profile.as_video_stream_profile()
         sensor.on_video_frame(frame)
@@ -70,17 +70,22 @@ def record_software_camera(path: Path, frames: int = FRAMES) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def recording(tmp_path_factory) -> Path:
-    """Recorded in a child process: librealsense completes the file only when the recorder is destroyed,
-    which a Python process guarantees at exit (in-process, frames still buffered were missing)."""
-    path = tmp_path_factory.mktemp("realsense") / "head_camera.db3"
-    script = "import sys, pathlib, test_realsense_camera as t; t.record_software_camera(pathlib.Path(sys.argv[1]))"
+def record_in_child(path: Path, frames: int = FRAMES, width: int = WIDTH, height: int = HEIGHT) -> Path:
+    """``record_software_camera`` in a child process: librealsense completes the file only when the
+    recorder is destroyed, which a process exit guarantees (in-process, buffered frames were missing)."""
+    script = ("import sys, pathlib, test_realsense_camera as t; "
+              "t.record_software_camera(pathlib.Path(sys.argv[1]), *map(int, sys.argv[2:]))")
     env = node_env()
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent), str(Path(read_log.__code__.co_filename).parent),
                                          env["PYTHONPATH"]])
-    subprocess.run([sys.executable, "-c", script, str(path)], env=env, check=True, timeout=TIMEOUT)
+    subprocess.run([sys.executable, "-c", script, str(path), str(frames), str(width), str(height)], env=env, check=True,
+                   timeout=TIMEOUT)
     return path
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory) -> Path:
+    return record_in_child(tmp_path_factory.mktemp("realsense") / "head_camera.db3")
 
 
 def test_timestamps_map_like_realsense2_camera():
@@ -89,6 +94,9 @@ def test_timestamps_map_like_realsense2_camera():
     hardware = TimestampMapper(now_ns=lambda: 10**18)
     assert hardware.to_ros_ns(FIRST_MS, "hardware_clock") == 10**18  # first frame anchored at now
     assert hardware.to_ros_ns(FIRST_MS + 33.5, "hardware_clock") == 10**18 + 33_500_000  # camera spacing kept
+    restarted = TimestampMapper(now_ns=iter([10**18, 2 * 10**18]).__next__)
+    restarted.to_ros_ns(FIRST_MS + 500, "hardware_clock")
+    assert restarted.to_ros_ns(FIRST_MS, "hardware_clock") == 2 * 10**18  # clock restarted: re-anchored, not backwards
 
 
 def test_recording_plays_back_with_the_devices_calibration(recording):

@@ -73,6 +73,7 @@ def test_bad_joint_states_are_counted_not_used(core):
 
 @pytest.mark.ros
 def test_node_publishes_the_tf_tree_and_the_recorder_keeps_it(ros_node, start_process, tmp_path):
+    from diagnostic_msgs.msg import DiagnosticArray
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from rosbags.rosbag2 import Reader
     from sensor_msgs.msg import JointState
@@ -99,6 +100,14 @@ def test_node_publishes_the_tf_tree_and_the_recorder_keeps_it(ros_node, start_pr
     ros_node.create_subscription(TFMessage, "/tf_static", received["static"].append, latched)
     ros_node.create_subscription(TFMessage, "/tf", received["tf"].append, QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
     ros_node.create_subscription(String, "/robot_description", received["description"].append, latched)
+    recorder_totals: dict[str, str] = {}
+
+    def on_diagnostics(msg) -> None:
+        for status in msg.status:
+            if status.name == "rynn_recorder":
+                recorder_totals.update({kv.key: kv.value for kv in status.values})
+
+    ros_node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
     joints = ros_node.create_publisher(JointState, "/joint_states", 10)
     start = ros_node.create_client(Trigger, "/rynn/recorder/start")
     stop = ros_node.create_client(Trigger, "/rynn/recorder/stop")
@@ -127,8 +136,10 @@ def test_node_publishes_the_tf_tree_and_the_recorder_keeps_it(ros_node, start_pr
 
     # The recorder, started after both latched messages were sent, still records them with their QoS.
     assert start.wait_for_service(timeout_sec=TIMEOUT) and stop.wait_for_service(timeout_sec=TIMEOUT)
-    assert wait_until(lambda: count_publishers(ros_node, "/tf_static") and recorder_has_subscribed(ros_node), TIMEOUT,
-                      spin=ros_node.spin_once)
+    def recorder_holds_latched() -> bool:  # its /diagnostics count what it received of each topic
+        return all(int(recorder_totals.get(f"total{topic}.received", 0)) >= 1 for topic in ("/tf_static", "/robot_description"))
+
+    assert wait_until(recorder_holds_latched, TIMEOUT, spin=ros_node.spin_once), (recorder_totals, read_logs(recorder))
     response = call(ros_node, start)
     assert response.success, response.message
     episode = tmp_path / "bags" / response.message.rsplit("/", 1)[-1]
@@ -153,14 +164,6 @@ def matrix_from_transform(transform) -> np.ndarray:
     matrix[:3, :3] = quat2mat([r.w, r.x, r.y, r.z])
     matrix[:3, 3] = [transform.translation.x, transform.translation.y, transform.translation.z]
     return matrix
-
-
-def count_publishers(node, topic: str) -> int:
-    return len(node.get_publishers_info_by_topic(topic))
-
-
-def recorder_has_subscribed(node) -> bool:
-    return any(info.node_name == "rynn_recorder" for info in node.get_subscriptions_info_by_topic("/robot_description"))
 
 
 def call(node, client):

@@ -6,8 +6,8 @@ realsense2_camera's names: ``serial_no`` (empty: the first device found),
 ``camera_namespace``/``camera_name`` (topics ``/<namespace>/<name>/color/{image_raw,
 camera_info}``, frame ``<name>_color_optical_frame``; defaults give realsense2_camera's
 ``/camera/camera/color/...`` and ``camera_color_optical_frame``) and
-``rgb_camera.color_profile`` ("width,height,fps"). Images are rgb8, CameraInfo carries the
-device's intrinsics and distortion, both share the frame's hardware timestamp mapped to ROS
+``rgb_camera.color_profile`` ("width,height,fps"); ``playback_repeat`` loops a recording.
+Images are rgb8, CameraInfo carries the device's intrinsics and distortion, both share the frame's hardware timestamp mapped to ROS
 time, published RELIABLE like the simulated camera. A missing device or an unreadable
 recording stops the node with one line saying which and why.
 """
@@ -44,10 +44,10 @@ class RealSenseCameraNode(Node):
         serial, recording = str(get("serial_no", "")), str(get("rosbag_filename", ""))
         namespace, name = str(get("camera_namespace", "camera")).strip("/"), str(get("camera_name", "camera"))
         width, height, fps = parse_color_profile(str(get("rgb_camera.color_profile", "640,480,30")))
-        real_time = bool(get("playback_real_time", True))
+        real_time, repeat = bool(get("playback_real_time", True)), bool(get("playback_repeat", False))
         self.frame_id = f"{name}_color_optical_frame"
         prefix = "/" + "/".join(p for p in (namespace, name, "color") if p)
-        self.stream = RealSenseColorStream(RealSenseSettings(serial, recording, width, height, fps, real_time))
+        self.stream = RealSenseColorStream(RealSenseSettings(serial, recording, width, height, fps, real_time, repeat))
         self.calibration = self.stream.open()  # CameraSourceError: no device, unreadable file
         self.image_pub = self.create_publisher(Image, f"{prefix}/image_raw", CAMERA_QOS)
         self.info_pub = self.create_publisher(CameraInfo, f"{prefix}/camera_info", CAMERA_QOS)
