@@ -49,7 +49,7 @@ class RobotStatePublisherNode(Node):
         self.prefix = str(self.declare_parameter("frame_prefix", "").value)
         self.core = RobotStatePublisherCore(urdf_path)
         self.stats = PipelineStats()
-        self._last_publish_ns: int | None = None
+        self._next_publish_ns: int | None = None
         self.description_pub = self.create_publisher(String, "/robot_description", LATCHED)
         self.static_pub = self.create_publisher(TFMessage, "/tf_static", LATCHED)
         self.tf_pub = self.create_publisher(TFMessage, "/tf", TF_QOS)
@@ -65,14 +65,16 @@ class RobotStatePublisherNode(Node):
 
     def _on_joint_states(self, msg: JointState) -> None:
         now_ns = self.get_clock().now().nanoseconds
-        if self._last_publish_ns is not None and now_ns - self._last_publish_ns < self.publish_period_ns:
+        if self._next_publish_ns is not None and now_ns < self._next_publish_ns:
             return
         transforms = self.core.update(msg.name, msg.position)
         if not transforms:
             return
         stamp = msg.header.stamp if (msg.header.stamp.sec or msg.header.stamp.nanosec) else self.get_clock().now().to_msg()
         self.tf_pub.publish(stamped_transforms(transforms, stamp, self.prefix))
-        self._last_publish_ns = now_ns
+        # keep the phase (a 100 Hz input gives 20 Hz, not every 60 ms), but never a burst after a gap
+        due = now_ns if self._next_publish_ns is None else self._next_publish_ns
+        self._next_publish_ns = max(due + self.publish_period_ns, now_ns)
         self.stats.outputs += 1
 
     def _publish_diagnostics(self) -> None:
