@@ -125,12 +125,14 @@ class CanonicalProbe:
 
     def __init__(self, node):
         from rclpy.qos import QoSProfile, ReliabilityPolicy
+        from diagnostic_msgs.msg import DiagnosticArray
         from rynn_teleop_msgs.msg import RobotAction, TeleopStatus
         from sensor_msgs.msg import Image
 
         self.ages: list[float] = []
         self.action_arrivals: list[float] = []
         self.status: dict[str, object] = {}
+        self.bridge_counters: dict[str, str] = {}  # the bridge's rejected.*/dropped.* counters (/diagnostics)
         self.frames_seen = 0
         self.measuring = False
         node.create_subscription(Image, "/camera/camera/color/image_raw", self._on_image,
@@ -138,6 +140,12 @@ class CanonicalProbe:
         node.create_subscription(RobotAction, "/rynn/action", self._on_action,
                                  QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE))
         node.create_subscription(TeleopStatus, "/rynn/status", lambda msg: self.status.__setitem__(msg.source, msg), 20)
+        node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 20)
+
+    def _on_diagnostics(self, msg) -> None:
+        for status in msg.status:
+            if status.name == "rynn_bridge":
+                self.bridge_counters = {kv.key: kv.value for kv in status.values if kv.key.startswith(("rejected.", "dropped."))}
 
     def _on_image(self, msg) -> None:
         arrived = time.time()
@@ -181,7 +189,7 @@ def measure(label: str, probe: CanonicalProbe, executor, cpu: CpuMeter, options)
     elapsed = time.monotonic() - started
     probe.measuring = False
     return {"label": label, "seconds": elapsed, "ages": np.asarray(probe.ages), "actions": np.asarray(probe.action_arrivals),
-            "cpu": cpu.shares(), "status": dict(probe.status)}
+            "cpu": cpu.shares(), "status": dict(probe.status), "bridge_counters": dict(probe.bridge_counters)}
 
 
 def report(window: dict) -> None:
@@ -201,6 +209,8 @@ def report(window: dict) -> None:
     for entry in getattr(bridge, "latencies", []):
         if entry.stage == "command_period":
             print(f"  bridge LCM command cycle period p50 {entry.p50 * 1e3:.2f}  p99 {entry.p99 * 1e3:.2f} ms")
+    counters = {key: value for key, value in window["bridge_counters"].items() if "camera" in key and value != "0"}
+    print(f"  bridge camera rejections so far: {counters or 'none'}")
     world = window["status"].get("world_model_node")
     if world is not None:
         stages = ", ".join(f"{entry.stage} p50 {entry.p50 * 1e3:.0f}" for entry in world.latencies)
@@ -220,6 +230,7 @@ def main() -> None:
     parser.add_argument("arguments", nargs="*", metavar="name:=value", help="launch arguments for the graph")
     parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds per mode")
     parser.add_argument("--warmup", type=float, default=8.0, help="seconds after the graph is up / after a switch before measuring")
+    parser.add_argument("--log-dir", help="keep the nodes' logs and the bag here (default: a temporary directory)")
     options = parser.parse_args()
 
     import rclpy
@@ -228,7 +239,8 @@ def main() -> None:
     from std_srvs.srv import Trigger
 
     with tempfile.TemporaryDirectory(prefix="bench_digital_") as tmp:
-        log_dir = Path(tmp)
+        log_dir = Path(options.log_dir or tmp)
+        log_dir.mkdir(parents=True, exist_ok=True)
         command = launch_command(options.arguments, log_dir)
         print(f"graph: {' '.join(command[1:])}\nmachine: {machine_info()}", flush=True)
         launcher, output = start_graph(command, log_dir)
