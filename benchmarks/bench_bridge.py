@@ -266,7 +266,14 @@ def main() -> None:
             spin_until(lambda: flooder.poll() is not None, args.flood_seconds + 30.0)
             flooding_until = time.monotonic()
             sent_line = flooder.communicate()[0].strip()
-            spin_until(lambda: False, 0.5)  # the next status counts what arrived
+            counted = [-1]  # the bridge drains what its receive buffer holds: wait until its count stops growing
+
+            def count_settled() -> bool:
+                settled, counted[0] = statuses[-1].rejected_inputs == counted[0], statuses[-1].rejected_inputs
+                return settled
+
+            while not count_settled():
+                spin_until(lambda: False, 0.5)
             floods.append((kind, sent_line, command_figures(robot.arrivals, flooding_from, flooding_until),
                            statuses[-1].rejected_inputs - rejected_before, udp_receive_buffer_errors() - kernel_drops_before))
             spin_until(lambda: False, 2.0)  # motion resumes before the next phase

@@ -237,7 +237,14 @@ class StateValidator:
         self._last_accepted_at = float("-inf")
 
     def check(self, position, velocity, effort, sequence: int, now: float) -> Fault:
-        """``Fault.NONE`` when the state may be used; else the reason it was dropped (and counted)."""
+        """``Fault.NONE`` when the state may be used; else the reason it was dropped (and counted).
+
+        The sequence is checked first: it is the cheapest test, so a flood of replayed states costs little.
+        """
+        elapsed = now - self._last_accepted_at
+        following = self._last_position is not None and elapsed <= self.stale_after_s
+        if following and sequence <= self._last_sequence:
+            return self._reject(Fault.SEQUENCE, now)
         arrays = [np.asarray(v, dtype=np.float64) for v in (position, velocity, effort)]
         if any(a.shape != (ACTION_DIM,) for a in arrays):
             return self._reject(Fault.WRONG_LENGTH, now)
@@ -246,10 +253,7 @@ class StateValidator:
             return self._reject(Fault.NON_FINITE, now)
         if ((position < self.lower) | (position > self.upper)).any() or (np.abs(velocity) > self.max_velocity).any():
             return self._reject(Fault.JOINT_LIMIT, now)
-        elapsed = now - self._last_accepted_at
-        if self._last_position is not None and elapsed <= self.stale_after_s:
-            if sequence <= self._last_sequence:
-                return self._reject(Fault.SEQUENCE, now)
+        if following:
             reachable = self.max_velocity * (max(elapsed, 0.0) + self.arrival_jitter_s)
             if (np.abs(position - self._last_position) > reachable).any():
                 return self._reject(Fault.JOINT_LIMIT, now)

@@ -116,3 +116,17 @@ def test_a_loop_whose_error_handler_fails_is_reported_as_stopped(wait_until):
     loop.start()
     stopped = "test_dead loop stopped: ZeroDivisionError: division by zero"
     assert wait_until(lambda: loop.last_cycle_at is not None and loop.problem(loop.last_cycle_at, 1.0) == stopped, 5.0)
+
+
+def test_a_burst_of_states_is_read_and_counted_not_dropped_by_lcm_or_the_kernel(lcm_url, wait_until):
+    """LCM queues 30 messages per subscription by default and the OS buffer ~150 of these: both are sized up."""
+    link = LcmRobotLink(with_receive_buffer(lcm_url, 2097152), "TEST_COMMAND", "TEST_STATE", lambda state, at: None)
+    sender = lcm.LCM(lcm_url)
+    short = encode_state(robot_state(1, np.zeros(10)))
+    link.start()
+    try:
+        for _ in range(1000):
+            sender.publish("TEST_STATE", short)
+        assert wait_until(lambda: link.rejected["lcm_state_wrong_length"] == 1000, 10.0), link.rejected
+    finally:
+        link.stop()

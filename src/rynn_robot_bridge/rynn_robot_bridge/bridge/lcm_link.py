@@ -4,11 +4,14 @@ State arrives on a background thread; a packet that does not decode, or has the
 wrong joint count, is counted and dropped, never passed on (the commander then
 validates the values).
 
-The socket's receive buffer is sized for the state stream plus bursts
-(``with_receive_buffer``): a robot_state_t is ~1.4 KB on the wire and the kernel
-charges ~2.3 KB per queued datagram, so 2 MiB holds ~900 states: ~1.8 s of the
-500 Hz stream if the receive thread stalls, or ~0.2 s of a 5000 msg/s flood.
-Linux caps the request at ``net.core.rmem_max``; the cap is reported at start-up.
+Two queues stand between the robot and the handler, both sized for the state
+stream plus bursts: the socket's receive buffer (``with_receive_buffer``: a
+robot_state_t is ~1.4 KB on the wire and the kernel charges ~2.3 KB per queued
+datagram, so 2 MiB holds ~900 states: ~1.8 s of the 500 Hz stream if the
+receive thread stalls, or ~0.2 s of a 5000 msg/s flood; Linux caps the request
+at ``net.core.rmem_max``, reported at start-up) and LCM's own queue per
+subscription, 30 messages by default (``STATE_QUEUE_MESSAGES`` here). Either one
+full drops packets unseen and uncounted.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from rynn_robot_bridge.bridge.commander import RobotCommand
 from rynn_robot_bridge.lcm_protocol import MODE_HOLD, MODE_POSITION, NUM_JOINTS, MalformedPacket, RobotState, decode_state, encode_command
 
 RMEM_MAX = Path("/proc/sys/net/core/rmem_max")
+STATE_QUEUE_MESSAGES = 1000  # LCM's queue for the state subscription: what a 2 MiB socket buffer holds, and more
 
 
 def with_receive_buffer(url: str, size_bytes: int) -> str:
@@ -62,6 +66,7 @@ class LcmRobotLink:
         self._on_state = on_state
         self._lcm = lcm.LCM(url)
         self._subscription = self._lcm.subscribe(state_channel, self._handle_state)
+        self._subscription.set_queue_capacity(STATE_QUEUE_MESSAGES)
         self._running = threading.Event()
         self._thread = threading.Thread(target=self._receive, name="lcm_state_receiver", daemon=True)
 

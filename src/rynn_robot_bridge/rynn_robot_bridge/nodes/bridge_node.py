@@ -165,15 +165,11 @@ class BridgeNode(Node):
     # --- robot side -------------------------------------------------------------------------
 
     def _on_robot_state(self, state: RobotState, received_at: float) -> None:
-        """LCM thread: a validated state feeds the commander and, in real mode, /joint_states (rate-limited);
-        a rejected one is only counted (status) and logged."""
-        fault = self.commander.update_measured(state, received_at)
-        if fault:
-            self.get_logger().warning(
-                f"robot state seq={state.sequence} rejected ({fault.name.lower()}): keeping the last good state",
-                throttle_duration_sec=2.0,
-            )
-        elif self.commander.mode == Mode.REAL and self._joint_state_due(received_at):
+        """LCM thread: a validated state feeds the commander and, in real mode, /joint_states (rate-limited).
+        A rejected one is only counted: the status fault (logged when it appears) says why, with the counts,
+        so a flood of bad states costs no per-packet logging."""
+        accepted = not self.commander.update_measured(state, received_at)
+        if accepted and self.commander.mode == Mode.REAL and self._joint_state_due(received_at):
             self._publish_joint_state(state.position, state.velocity, state.effort)
 
     def _command_cycle(self, now: float) -> None:
