@@ -2,7 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup build test test-fast bench demo train-default clean
+.PHONY: setup build test test-fast test-under-load bench demo train-default clean
 
 setup:  ## create .venv, install pinned deps and Debian packages, colcon-build everything
 	bash scripts/setup.sh
@@ -15,6 +15,15 @@ test:  ## unit tests of every package and the integration tests in test/
 
 test-fast:  ## only the ROS-free unit tests (no DDS processes)
 	$(PY) -m pytest -m "not ros and not slow"
+
+# Pytest arguments for test-under-load, e.g. TEST_ARGS='-m ros' or a path.
+TEST_ARGS ?=
+
+test-under-load:  ## the suite while two busy processes hold both cores; must pass (no reruns: flakes are bugs)
+	@$(PY) -c 'while True: pass' & first=$$!; $(PY) -c 'while True: pass' & second=$$!; \
+	trap 'kill $$first $$second 2>/dev/null' EXIT INT TERM; \
+	echo "busy background processes: $$first $$second"; \
+	$(PY) -m pytest $(TEST_ARGS)
 
 bench:  ## every benchmark script; each prints its figures
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -17,15 +17,6 @@ import rynn_robot_bridge.sim  # noqa: F401  MuJoCo fixes its GL backend at impor
 from ros_test_tools import REPO_ROOT, node_env, read_log, wait_until  # noqa: F401  (re-exported)
 
 
-def pytest_collection_modifyitems(items):
-    """Tests that run nodes as separate processes get one rerun: on two loaded cores a DDS or
-    LCM deadline is occasionally missed. A test that fails twice in a row still fails, and the
-    rerun is reported in the summary (``R``)."""
-    for item in items:
-        if "start_process" in item.fixturenames:
-            item.add_marker(pytest.mark.flaky(reruns=1))
-
-
 @pytest.fixture
 def start_process(tmp_path):
     """Start Python scripts/modules as separate processes; stop them at teardown.

@@ -251,7 +251,10 @@ def start_graph(start_process, tmp_path, *arguments: str):
 @pytest.mark.slow
 def test_ctrl_c_stops_the_whole_graph_cleanly(tmp_path, start_process):
     launcher, pids = start_graph(start_process, tmp_path)
-    assert set(pids) == {"tracker_node", "glove_node", "retarget_node", "sim_robot", "world_model_node", "rynn_bridge"}
+    assert {"tracker_node", "glove_node", "retarget_node", "sim_robot", "world_model_node", "rynn_bridge"} <= set(pids)
+    graph = load_graph()
+    flags = {name: "false" for name in ("console", "compose") if name in graph.arguments}
+    assert set(pids) == {spec.name for spec in resolve(graph, flags)}  # one process per node of the graph
 
     # The world model dying is reported and it is restarted (respawn in the graph); the graph keeps running.
     os.kill(pids["world_model_node"], signal.SIGKILL)

@@ -11,7 +11,6 @@ stays near the receiver's clock.
 from __future__ import annotations
 
 import copy
-import time
 
 import pytest
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -24,7 +23,7 @@ RELIABLE = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
 SOURCE_ARGS = ["-p", "source:=synthetic", "-p", "synthetic.motion:=grasp"]
 ONE_DAY_NS = 86_400 * 10**9
 BAD_MESSAGES = 5
-WINDOW_S = 4.0
+SKELETONS_AFTER = 30  # ~0.5 s of the stream when idle; seconds on a loaded machine
 
 
 def stamp_ns(stamp) -> int:
@@ -87,23 +86,26 @@ def test_a_day_ahead_on_tf_and_hands_is_rejected_and_the_stream_keeps_flowing(ro
         hands_pub.publish(bad_hands)
         ros_node.spin_once(0.01)
 
-    window_start = time.monotonic()
-    wait_until(lambda: time.monotonic() - window_start > WINDOW_S, WINDOW_S + 1.0, spin=ros_node.spin_once)
-    assert all(proc.poll() is None for proc in procs), logs()
+    # 1. The skeleton stream keeps flowing after the bad samples (before the fix: none ever again).
+    #    A count, not a rate: on a loaded machine the rate varies, a latch does not.
+    def flowing_after() -> int:
+        return sum(1 for _, received in skeletons if received > injected_ns + 10**9)
 
-    # 1. The skeleton stream keeps flowing after the bad samples (before the fix: 0 Hz for good).
-    after = [received for _, received in skeletons if received > injected_ns + 1e9]
-    rate = len(after) / (WINDOW_S - 1.0)
-    assert rate > 5.0, f"skeleton stream at {rate:.1f} Hz after the bad stamps\n{logs()}"
+    assert wait_until(lambda: flowing_after() >= SKELETONS_AFTER, 60.0, spin=ros_node.spin_once), (
+        f"only {flowing_after()} skeletons after the bad stamps\n{logs()}")
+    assert all(proc.poll() is None for proc in procs), logs()
 
     # 2. Output stamps stay near now: nothing went out stamped anywhere near a day ahead.
     leads = [(stamp - received) / 1e9 for stamp, received in skeletons]
     assert max(leads) < 1.0, f"a skeleton was stamped {max(leads):.1f} s ahead of its arrival"
 
-    # 3. Each bad message is counted by reason (and logged).
-    def counted() -> bool:
-        return counters.get("rejected.tf_future_stamp", 0) >= BAD_MESSAGES and counters.get(
-            "rejected.hands_future_stamp", 0) >= BAD_MESSAGES
+    # 3. The bad messages are counted by reason (and logged). Not necessarily all five: the node's
+    #    KEEP_LAST input queues (hands: 10) may replace one behind a burst of good samples when it
+    #    falls behind, but none of them got through (2.).
+    keys = ("rejected.tf_future_stamp", "rejected.hands_future_stamp")
 
-    assert wait_until(counted, 10.0, spin=ros_node.spin_once), counters
+    def counted() -> bool:
+        return all(1 <= counters.get(key, 0) <= BAD_MESSAGES for key in keys)
+
+    assert wait_until(counted, 30.0, spin=ros_node.spin_once), {key: counters.get(key) for key in keys}
     assert "ahead of this node's clock" in read_log(procs[2]), read_log(procs[2])

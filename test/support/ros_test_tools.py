@@ -6,15 +6,42 @@ module; the fixtures that use it live in the repository's root conftest.py.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
+import re
+import tempfile
 import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SOURCE_PATHS = [REPO_ROOT / "src" / p for p in ("rynn_retarget", "rynn_world_node", "rynn_robot_bridge")]
+DOMAIN_LOCKS = Path(tempfile.gettempdir()) / "rynn_test_ros_domains"
+TEST_DOMAIN_IDS = range(1, 101)  # benchmarks take 101-200; above ~101 DDS ports meet the ephemeral range
+_held_domain_lock = []  # the open, locked file: released when this process exits
 
-os.environ.setdefault("ROS_DOMAIN_ID", str(random.Random(os.getpid() ^ time.time_ns()).randint(1, 100)))
+
+def claim_domain_id() -> int:
+    """A ROS_DOMAIN_ID no other test session on this machine holds. A random pick collided now
+    and then when several sessions ran at once (nodes of one test saw another's topics); an
+    exclusive lock per id, held for this process's life, makes the choice unique."""
+    DOMAIN_LOCKS.mkdir(exist_ok=True)
+    candidates = list(TEST_DOMAIN_IDS)
+    random.Random(os.getpid() ^ time.time_ns()).shuffle(candidates)
+    for domain_id in candidates:
+        handle = (DOMAIN_LOCKS / f"{domain_id}.lock").open("w")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            continue
+        _held_domain_lock.append(handle)
+        return domain_id
+    raise RuntimeError(f"every test ROS domain id {TEST_DOMAIN_IDS} is held by another session (see {DOMAIN_LOCKS})")
+
+
+if "ROS_DOMAIN_ID" not in os.environ:
+    os.environ["ROS_DOMAIN_ID"] = str(claim_domain_id())
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
 
@@ -38,6 +65,19 @@ def wait_until(predicate, timeout: float, spin=None, period: float = 0.02) -> bo
             return True
         time.sleep(period if spin is None else 0.0)
     return predicate()
+
+
+# A node's start-up (imports of torch, mujoco, rclpy) on two cores that other jobs load: readiness
+# waits use this, so the deadlines that test behaviour start once the node is up.
+STARTUP_TIMEOUT_S = 180.0
+
+
+def wait_for_log(proc, pattern: str, timeout: float = STARTUP_TIMEOUT_S) -> bool:
+    """Until a process started by ``start_process`` logs a line matching ``pattern`` (its "up" line);
+    False at once if it exits first, or after ``timeout``."""
+    regex = re.compile(pattern)
+    wait_until(lambda: regex.search(read_log(proc)) or proc.poll() is not None, timeout, period=0.1)
+    return regex.search(read_log(proc)) is not None
 
 
 def read_log(proc) -> str:

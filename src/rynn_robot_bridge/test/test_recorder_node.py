@@ -32,6 +32,7 @@ TOPICS = {
     "/rynn/mode": "std_msgs/msg/String",
 }
 SENT = 40  # per streaming topic and episode
+BURST = 10  # messages per topic published before waiting for the recorder (its image queue holds 30)
 TIMEOUT = 60.0  # generous: another job shares the two cores
 
 
@@ -99,10 +100,13 @@ class Feeder:
         return future.result()
 
     def publish(self, count: int) -> None:
-        """``count`` messages on every streaming topic, interleaved like the live system."""
+        """``count`` messages on every streaming topic, interleaved like the live system, in bursts the
+        recorder's image queue holds (a burst of 40 overran its 30 frames when the recorder was slow)."""
         t = self.types
         names = joint_names()
-        for _ in range(count):
+        for index in range(count):
+            if index and index % BURST == 0:
+                self.wait_until_received(self.sequence)
             self.sequence += 1
             stamp = self.node.get_clock().now().to_msg()
             image = t["Image"](height=12, width=16, encoding="rgb8", step=48, data=bytes([self.sequence % 256]) * 576)
@@ -121,6 +125,13 @@ class Feeder:
                                                                       sequence=self.sequence))
             self.pubs["/tf"].publish(t["TFMessage"](transforms=[transform]))
             self.node.spin_once(0.005)
+
+    def wait_until_received(self, count: int) -> None:
+        """The recorder has taken every image sent so far (its diagnostics count since start)."""
+        def taken() -> bool:
+            return int(self.diagnostics.get("total/camera/camera/color/image_raw.received", 0)) >= count
+
+        assert self.wait_until(taken, TIMEOUT, spin=self.node.spin_once), f"recorder counts: {self.diagnostics}"
 
     def wait_for_episode_counts(self, expected: dict[str, int]) -> None:
         def reached():

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from ros_test_tools import read_log, wait_until
+from ros_test_tools import read_log, wait_for_log, wait_until
 
 pytestmark = pytest.mark.ros
 
@@ -39,11 +39,14 @@ def skeleton(node, stamp_msg):
 
 @pytest.fixture
 def world_model(start_process):
-    return start_process(
+    """The node, up (its start-up line logged): the deadlines below then time behaviour, not imports."""
+    proc = start_process(
         ["-m", "rynn_world.nodes.world_model_node", "--ros-args", "-p", "model_config:=tiny",
          "-p", "reanchor_every:=12", "-p", "status_rate_hz:=10.0"],
         "world_model",
     )
+    assert wait_for_log(proc, r"world model .* on \w+"), read_log(proc)
+    return proc
 
 
 def test_digital_mode_streams_realsense_identical_frames_stamped_by_skeleton(ros_node, world_model):
