@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from rynn_world.evaluation.evaluate import EvalConfig, evaluate
-from rynn_world.evaluation.metrics import SKIPPED, psnr, ssim
+from rynn_world.evaluation.metrics import SKIPPED, FVDMetric, LPIPSMetric, psnr, ssim
 from rynn_world.model.configs import get_config
 from rynn_world.model.transformer import RynnWorldTransformer
 from rynn_world.model.vae import build_vae
@@ -26,6 +26,73 @@ def test_psnr_and_ssim_values():
     c[0, 0, 0, 0] = 255  # one pixel off: MSE = 1 / 1536
     assert abs(psnr(c, a) - 10 * np.log10(1536)) < 1e-3
     assert abs(ssim(a + 7, a + 7) - 1.0) < 1e-6
+
+
+class TinyLPIPSBackbone(torch.nn.Module):
+    """Two feature maps (the input itself and a fixed 1x1 conv + ReLU) with their LPIPS heads."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 2, 1)
+        with torch.no_grad():
+            self.conv.weight.copy_(torch.tensor([[1.0, -1.0, 0.0], [0.0, 0.0, 1.0]]).view(2, 3, 1, 1))
+            self.conv.bias.copy_(torch.tensor([1.0, 2.0]))
+        self.register_buffer("lpips_head_0", torch.tensor([0.5, 1.0, 2.0]))
+        self.register_buffer("lpips_head_1", torch.tensor([1.0, 3.0]))
+
+    def forward(self, x):
+        return [x, torch.relu(self.conv(x))]
+
+
+def test_lpips_on_a_local_backbone_matches_the_hand_computation(tmp_path):
+    torch.jit.save(torch.jit.script(TinyLPIPSBackbone()), str(tmp_path / "lpips.pt"))
+    red, green, blue = (255, 0, 0), (0, 255, 0), (0, 0, 255)
+    target = np.zeros((2, 4, 4, 3), dtype=np.uint8)
+    target[0], target[1] = green, blue
+    generated = target.copy()
+    generated[0, :, :2] = red  # half of frame 0 differs; frame 1 is identical
+    # by hand at a red vs green pixel: layer 0, x = (1,-1,-1) vs (-1,1,-1), unit-normalised by sqrt(3):
+    # squared differences (4/3, 4/3, 0) . heads (0.5, 1, 2) = 2. Layer 1: relu(x0 - x1 + 1, x2 + 2) =
+    # (3, 1) vs (0, 1), normalised (3, 1)/sqrt(10) vs (0, 1): 9/10 * 1 + (1 - 1/sqrt(10))^2 * 3.
+    per_pixel = 2.0 + 0.9 + 3 * (1 - 1 / np.sqrt(10)) ** 2
+    expected = per_pixel * 0.5 / 2  # half the pixels of one of two frames
+    assert LPIPSMetric(str(tmp_path / "lpips.pt"))(generated, target) == pytest.approx(expected, rel=1e-5)
+    assert LPIPSMetric(str(tmp_path / "lpips.pt"))(target, target) == pytest.approx(0.0, abs=1e-7)
+    assert LPIPSMetric(None)(generated, target) == SKIPPED
+
+
+class TinyI3D(torch.nn.Module):
+    """Two features: channel 0 of the first frame and channel 1 of the last frame, spatially averaged
+    (so a wrong channel/time layout of the input changes them)."""
+
+    def forward(self, x, rescale: bool = False, resize: bool = False, return_features: bool = True):
+        assert x.shape[1] == 3 and x.shape[3] == 224 and x.shape[4] == 224
+        return torch.stack([x[:, 0, 0].mean(dim=(1, 2)), x[:, 1, -1].mean(dim=(1, 2))], dim=1)
+
+
+def _two_frame_video(first_red: int, last_green: int) -> np.ndarray:
+    video = np.full((2, 8, 8, 3), 60, dtype=np.uint8)
+    video[0, ..., 0], video[1, ..., 1] = first_red, last_green
+    return video
+
+
+def test_fvd_on_a_local_backbone_matches_the_hand_computation(tmp_path):
+    torch.jit.save(torch.jit.script(TinyI3D()), str(tmp_path / "i3d.pt"))
+    fvd = FVDMetric(str(tmp_path / "i3d.pt"))
+    # feature values 2c/255 - 1; each set varies one feature at a time, so both covariances are
+    # diagonal and FVD = |mu_r - mu_f|^2 + sum over features of (std_r - std_f)^2
+    real = [(150, 100), (110, 100), (130, 120), (130, 80)]
+    fake = [(200, 40), (180, 40), (190, 50), (190, 30)]
+    for (r0, r1), (f0, f1) in zip(real, fake):
+        fvd.add(_two_frame_video(f0, f1), _two_frame_video(r0, r1))
+    features = {name: 2 * np.array(values, dtype=float) / 255 - 1 for name, values in (("real", real), ("fake", fake))}
+    expected = sum((features["real"][:, i].mean() - features["fake"][:, i].mean()) ** 2 +
+                   (features["real"][:, i].std(ddof=1) - features["fake"][:, i].std(ddof=1)) ** 2 for i in range(2))
+    assert fvd.compute() == pytest.approx(expected, rel=1e-4)
+    same = FVDMetric(str(tmp_path / "i3d.pt"))
+    for r in real:
+        same.add(_two_frame_video(*r), _two_frame_video(*r))
+    assert same.compute() == pytest.approx(0.0, abs=1e-6)
 
 
 def test_evaluation_writes_the_table_with_baselines_grounding_and_videos(tmp_path):

@@ -40,9 +40,14 @@ def _checkpoint_with_a_live_control_branch(directory):
     return save_world_model(directory, model, build_vae(CFG.vae))
 
 
-def test_ti2v_stage_trains_without_ever_running_the_control_branch(tmp_path, monkeypatch):
+@pytest.mark.parametrize("with_prompts", [False, True])
+def test_ti2v_stage_trains_without_ever_running_the_control_branch(tmp_path, monkeypatch, with_prompts):
     init = _checkpoint_with_a_live_control_branch(tmp_path / "init")
-    root = make_vitra_clips(tmp_path / "clips", clips=1)
+    root = make_vitra_clips(tmp_path / "clips", clips=1)  # task "slide0"
+    prompts = None
+    if with_prompts:
+        prompts = str(tmp_path / "prompts.safetensors")
+        save_file({"slide0": torch.randn(3, TEXT_DIM)}, prompts)
 
     def control_branch_used(*args, **kwargs):
         raise AssertionError("the TI2V stage ran the control branch")
@@ -50,7 +55,7 @@ def test_ti2v_stage_trains_without_ever_running_the_control_branch(tmp_path, mon
     monkeypatch.setattr(ControlAlignment, "forward", control_branch_used)
     monkeypatch.setattr(ControlAlignment, "observe", control_branch_used)
     cfg = TrainConfig(model="tiny", stage="ti2v", init_checkpoint=str(init), finetune="full", ema_decay=0.9,
-                      data=DataConfig(kind="vitra", root=str(root), clip_frames=9, stride=8),
+                      prompt_embeddings=prompts, data=DataConfig(kind="vitra", root=str(root), clip_frames=9, stride=8),
                       optim=OptimConfig(lr=3e-3, warmup_steps=1),
                       run=RunConfig(output_dir=str(tmp_path / "ti2v"), steps=4, batch_size=2, progress=False))
     final = train(cfg, resume=None)
@@ -59,8 +64,25 @@ def test_ti2v_stage_trains_without_ever_running_the_control_branch(tmp_path, mon
     for key in CONTROL_KEYS:
         assert torch.equal(after[key], before[key]), f"{key} changed in the TI2V stage"
     assert not torch.equal(after["proj_out.weight"], before["proj_out.weight"])  # the rest did train
+    # the text the clips were trained with: their task prompt (the null text untouched) or the null text
+    assert torch.equal(after["null_text_embedding"], before["null_text_embedding"]) == with_prompts
     losses = (tmp_path / "ti2v" / "losses.json").read_text()
     assert '"ti2v/flow_matching"' in losses
+
+
+def test_prompts_must_cover_every_task_and_belong_to_the_ti2v_stage(tmp_path):
+    init = save_world_model(tmp_path / "init", _fresh(), build_vae(CFG.vae))
+    root = make_vitra_clips(tmp_path / "clips", clips=2)  # tasks slide0, slide1
+    prompts = tmp_path / "prompts.safetensors"
+    save_file({"slide0": torch.randn(3, TEXT_DIM)}, str(prompts))
+    cfg = TrainConfig(model="tiny", stage="ti2v", init_checkpoint=str(init), finetune="full",
+                      prompt_embeddings=str(prompts), data=DataConfig(kind="vitra", root=str(root), clip_frames=9, stride=8),
+                      run=RunConfig(output_dir=str(tmp_path / "ti2v"), steps=1, progress=False))
+    with pytest.raises(ValueError, match=r"no prompt embedding for the tasks \['slide1'\]"):
+        train(cfg, resume=None)
+    cfg.stage = 2
+    with pytest.raises(ValueError, match="TI2V stage only"):
+        train(cfg, resume=None)
 
 
 def test_unknown_stage_is_refused():

@@ -60,6 +60,9 @@ class TrainConfig:
     finetune: str = "lora"  # lora | full
     lora_rank: int = 64
     ema_decay: float = 0.999  # full fine-tuning only
+    # TI2V stage only: safetensors of prompt embeddings, one per task name (the base model's text
+    # encoder output, format of export.NULL_TEXT_FILE); None: every clip has the null text embedding
+    prompt_embeddings: str | None = None
     data: DataConfig = field(default_factory=DataConfig)
     optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=1e-5))
     run: RunConfig = field(default_factory=RunConfig)

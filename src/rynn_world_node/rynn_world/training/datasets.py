@@ -31,8 +31,19 @@ def build_latent_dataset(data: DataConfig, model: WorldModelConfig, vae, output_
     return LatentClipDataset(directory)
 
 
-def sample_batch(dataset, batch_size: int, generator: torch.Generator, device) -> dict[str, torch.Tensor]:
-    """A batch drawn with the step's generator (reproducible, resume-safe)."""
+def sample_batch(dataset, batch_size: int, generator: torch.Generator, device,
+                 prompts: dict[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
+    """A batch drawn with the step's generator (reproducible, resume-safe); with `prompts` (task name ->
+    prompt embedding) it also holds each clip's task prompt as "text_embeds"."""
     picks = torch.randint(len(dataset), (batch_size,), generator=generator).tolist()
     items = [dataset[i] for i in picks]
-    return {k: torch.stack([item[k] for item in items]).to(device) for k in items[0]}
+    batch = {k: torch.stack([item[k] for item in items]).to(device) for k in items[0]}
+    if prompts is not None:
+        batch["text_embeds"] = torch.stack([prompts[dataset.entries[i]["task"]] for i in picks]).to(device)
+    return batch
+
+
+def check_prompts_cover_tasks(dataset: LatentClipDataset, prompts: dict[str, torch.Tensor], where: str) -> None:
+    missing = sorted({e["task"] for e in dataset.entries} - set(prompts))
+    if missing:
+        raise ValueError(f"{where} has no prompt embedding for the tasks {missing} (has {sorted(prompts)})")

@@ -51,18 +51,26 @@ def save_null_text_embedding(directory, prompt_embeds: torch.Tensor) -> Path:
     return path
 
 
+def read_prompt_embeddings(path, tokens: int, text_dim: int) -> dict[str, torch.Tensor]:
+    """Every tensor of a safetensors file of prompt embeddings (name -> (n, text_dim) or (1, n,
+    text_dim)), as (tokens, text_dim) zero-padded the way Wan pads its prompts."""
+    embeddings = {}
+    for name, embedding in load_file(str(path)).items():
+        if embedding.ndim == 3 and embedding.shape[0] == 1:
+            embedding = embedding[0]
+        if embedding.ndim != 2 or embedding.shape[1] != text_dim or embedding.shape[0] > tokens:
+            raise ValueError(f"{path}: {name} has shape {tuple(embedding.shape)}; the model needs "
+                             f"(<= {tokens}, {text_dim})")
+        embeddings[name] = torch.nn.functional.pad(embedding.float(), (0, 0, 0, tokens - embedding.shape[0]))
+    return embeddings
+
+
 def read_null_text_embedding(path, tokens: int, text_dim: int) -> torch.Tensor:
-    """The (tokens, text_dim) embedding of NULL_TEXT_FILE, zero-padded to `tokens` as Wan pads prompts."""
-    tensors = load_file(str(path))
-    if NULL_TEXT_KEY not in tensors:
-        raise ValueError(f"{path}: expected a tensor named {NULL_TEXT_KEY!r}, found {sorted(tensors)}")
-    embedding = tensors[NULL_TEXT_KEY]
-    if embedding.ndim == 3 and embedding.shape[0] == 1:
-        embedding = embedding[0]
-    if embedding.ndim != 2 or embedding.shape[1] != text_dim or embedding.shape[0] > tokens:
-        raise ValueError(f"{path}: {NULL_TEXT_KEY} has shape {tuple(embedding.shape)}; the model needs "
-                         f"(<= {tokens}, {text_dim})")
-    return torch.nn.functional.pad(embedding.float(), (0, 0, 0, tokens - embedding.shape[0]))
+    """The (tokens, text_dim) empty-prompt embedding of a NULL_TEXT_FILE."""
+    embeddings = read_prompt_embeddings(path, tokens, text_dim)
+    if NULL_TEXT_KEY not in embeddings:
+        raise ValueError(f"{path}: expected a tensor named {NULL_TEXT_KEY!r}, found {sorted(embeddings)}")
+    return embeddings[NULL_TEXT_KEY]
 
 
 def _weights_have_null_text(transformer_dir: Path) -> bool:

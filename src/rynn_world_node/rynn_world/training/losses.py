@@ -40,10 +40,10 @@ def noised_with_reference(latents: torch.Tensor, noise: torch.Tensor, sigma: tor
 
 
 def flow_matching_loss(model, latents: torch.Tensor, control: torch.Tensor | None, sigma: torch.Tensor,
-                       noise: torch.Tensor) -> torch.Tensor:
+                       noise: torch.Tensor, text_embeds: torch.Tensor | None = None) -> torch.Tensor:
     """MSE between the predicted and the true velocity (noise - x0) on the generated frames."""
     x, timesteps = noised_with_reference(latents, noise, sigma)
-    velocity = model(x, timesteps, control=control)
+    velocity = model(x, timesteps, control=control, text_embeds=text_embeds)
     target = fm.velocity_target(latents, noise)
     return F.mse_loss(velocity[:, :, 1:].float(), target[:, :, 1:].float())
 

@@ -1,6 +1,7 @@
 """Stage 1 (egocentric human video) / stage 2 (robot episodes) training of the bidirectional DiT
 with the conditional flow-matching loss, and the TI2V stage before them (stage: ti2v, paper Sec.
-5.1): text + image to video without the action, the control branch frozen and never run.
+5.1): text + image to video without the action, the control branch frozen and never run; the text
+is each task's prompt embedding (prompt_embeddings) or the null text embedding.
 
     python -m rynn_world.training.train --config config/train_stage2_cpu.yaml [key.sub=value ...]
     accelerate launch --config_file config/accelerate_ddp.yaml -m rynn_world.training.train --config ...
@@ -15,9 +16,9 @@ import torch
 
 from ..model.configs import get_config
 from .config import TrainConfig, run_from_command_line
-from .datasets import build_latent_dataset, sample_batch
+from .datasets import build_latent_dataset, check_prompts_cover_tasks, sample_batch
 from .ema import EMA
-from .export import load_or_build_transformer, load_vae, save_world_model
+from .export import load_or_build_transformer, load_vae, read_prompt_embeddings, save_world_model
 from .lora import CONTROL_BRANCH, add_lora, export_transformer, trainable_named_parameters
 from .losses import flow_matching_loss, observe_control_statistics, sample_sigmas
 from .loop import TrainingLoop, adamw, make_accelerator, step_generator, lr_schedule
@@ -30,7 +31,21 @@ def uses_action(cfg: TrainConfig) -> bool:
     """Stages 1 and 2 condition on the skeleton; the TI2V stage does not."""
     if cfg.stage not in STAGES:
         raise ValueError(f"stage must be one of {STAGES}, got {cfg.stage!r}")
+    if cfg.prompt_embeddings is not None and cfg.stage != "ti2v":
+        raise ValueError("prompt_embeddings is for the TI2V stage only: the teleop loop runs with the null text "
+                         "embedding, so the action-conditioned stages train with it too")
     return cfg.stage != "ti2v"
+
+
+def task_prompts(cfg: TrainConfig, dataset) -> dict[str, torch.Tensor] | None:
+    """The TI2V stage's prompt embedding per task, or None (every clip uses the null text)."""
+    if cfg.prompt_embeddings is None:
+        return None
+    model_config = get_config(cfg.model)
+    prompts = read_prompt_embeddings(cfg.prompt_embeddings, model_config.null_text_tokens,
+                                     model_config.transformer["text_dim"])
+    check_prompts_cover_tasks(dataset, prompts, cfg.prompt_embeddings)
+    return prompts
 
 
 def stage_name(cfg: TrainConfig) -> str:
@@ -53,12 +68,14 @@ def build_trainable(cfg: TrainConfig, device):
 
 
 def train(cfg: TrainConfig, resume: str | None = "latest") -> Path:
+    action = uses_action(cfg)
     accelerator = make_accelerator(cfg.run)
     model_config = get_config(cfg.model)
     device = accelerator.device
     vae = load_vae(model_config, cfg.vae_checkpoint or cfg.init_checkpoint, device=device)
     with accelerator.main_process_first():
         dataset = build_latent_dataset(cfg.data, model_config, vae, Path(cfg.run.output_dir))
+    prompts = task_prompts(cfg, dataset)
     torch.manual_seed(cfg.run.seed)
     model, ema = build_trainable(cfg, device)
     optimizer = adamw(model.parameters(), cfg.optim)
@@ -67,20 +84,19 @@ def train(cfg: TrainConfig, resume: str | None = "latest") -> Path:
     emas = {"model": ema} if ema is not None else {}
     loop = TrainingLoop(cfg.run, accelerator, {"model": model}, {"model": optimizer}, {"model": scheduler}, emas,
                         name=stage_name(cfg))
-    action = uses_action(cfg)
     if resume:
         loop.resume(resume)
 
     def step_fn(step: int) -> dict[str, float]:
         generator = step_generator(cfg.run.seed, step, accelerator.process_index, "cpu")
-        batch = sample_batch(dataset, cfg.run.batch_size, generator, device)
+        batch = sample_batch(dataset, cfg.run.batch_size, generator, device, prompts)
         latents = batch["latents"]
         control = batch["control"] if action else None
         observe_control_statistics(model, latents, control)
         sigma = sample_sigmas(latents.shape[0], model_config.shift, generator, device)
         noise = torch.randn(latents.shape, generator=generator).to(device)
         with accelerator.autocast():
-            loss = flow_matching_loss(model, latents, control, sigma, noise)
+            loss = flow_matching_loss(model, latents, control, sigma, noise, batch.get("text_embeds"))
         accelerator.backward(loss)
         accelerator.clip_grad_norm_(model.parameters(), cfg.optim.max_grad_norm)
         optimizer.step()
