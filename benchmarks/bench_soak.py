@@ -1,0 +1,390 @@
+"""Soak: the default graph for N minutes, switching real/digital, recording, with random faults.
+
+Starts config/teleop_graph.yaml through the embedded launcher with ``record:=true``
+(as ``bench_digital_latency`` does), then, from this separate process over DDS:
+
+* switches ``/rynn/set_mode`` between real and digital every ``--switch-s`` seconds, and
+  records one episode per switch period (``/rynn/recorder/start`` / ``stop``);
+* injects a fault every ``--fault-s`` seconds on average (every kind once per round, in
+  random order): /tf stamped a day
+  ahead, NaN /tf, malformed LCM robot-state packets, a NaN action on /rynn/action, a
+  stale action stream (the retarget node stopped with SIGSTOP for 0.5 s), and a SIGKILL
+  of the recorder (the graph respawns it and it recovers the killed episode);
+* every ``--sample-s`` seconds prints RSS, threads and open fds of every node process
+  (the current process after a respawn);
+* at the end prints per topic the messages lost (recorder: transport-lost and failed
+  writes per episode; /rynn/action: sequence gaps seen here) next to what the nodes
+  counted as rejected, reads every bag back with rosbags and compares its message
+  counts with the recorder's summary, and says PASS/FAIL for each check.
+
+    .venv/bin/python benchmarks/bench_soak.py [--minutes 30] [--switch-s 20] [--fault-s 15] [--seed 0] [name:=value ...]
+
+Exit status 1 if a check failed. The machine line says how loaded the machine was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import psutil
+
+from bench_digital_latency import STARTED, call, free_lcm_url, machine_info, spin_for, start_graph  # sources first on sys.path
+from rynn_world.launcher.graph import load_graph  # noqa: E402  (from the sources, as the nodes it starts)
+
+ONE_DAY_NS = 86_400 * 10**9
+STATE_CHANNEL = "RYNN_ROBOT_STATE"  # config/robot.yaml
+INTRUDER_FRAME = "bench_soak_intruder"  # marks the NaN actions this benchmark injects
+FAULTS = ("future_tf", "nan_tf", "malformed_lcm", "nan_action", "stale_action", "recorder_kill")
+
+
+def fault_schedule(rng: random.Random):
+    """Every fault once per round, in a random order each round: a short soak still meets each kind."""
+    while True:
+        round_ = list(FAULTS)
+        rng.shuffle(round_)
+        yield from round_
+
+
+def launch_command(arguments: list[str], log_dir: Path) -> list[str]:
+    defaults = {"record": "true", "record_dir": str(log_dir / "bags"), "lcm_url": free_lcm_url()}
+    given = {item.partition(":=")[0] for item in arguments}
+    chosen = [f"{name}:={value}" for name, value in defaults.items() if name not in given] + arguments
+    return [sys.executable, "-m", "rynn_world.launcher", *chosen, "--log-dir", str(log_dir)]
+
+
+def node_pids(output: Path) -> dict[str, int]:
+    """Each node's current pid (the launcher logs a new "started" line for every respawn)."""
+    return {name: int(pid) for name, pid in STARTED.findall(output.read_text())}
+
+
+class Observer:
+    """The independent subscriber: /rynn/action sequence gaps, per-node rejected/dropped counters."""
+
+    def __init__(self, node):
+        from diagnostic_msgs.msg import DiagnosticArray
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+        from rynn_teleop_msgs.msg import RobotAction
+
+        self.node = node
+        self.last_sequence: int | None = None
+        self.action_gaps = 0
+        self.actions = 0
+        self.producer_restarts = 0
+        self.counters: dict[str, dict[str, int]] = {}  # node -> "rejected.x"/"dropped.x" -> count
+        reliable = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+        node.create_subscription(RobotAction, "/rynn/action", self._on_action, reliable)
+        node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, reliable)
+
+    def _on_action(self, msg) -> None:
+        if msg.header.frame_id == INTRUDER_FRAME:
+            return
+        self.actions += 1
+        if self.last_sequence is not None:
+            if msg.sequence > self.last_sequence:
+                self.action_gaps += msg.sequence - self.last_sequence - 1
+            else:
+                self.producer_restarts += 1  # a new producer counts from 0 again
+        self.last_sequence = msg.sequence
+
+    def _on_diagnostics(self, msg) -> None:
+        for status in msg.status:
+            counts = {kv.key: int(kv.value) for kv in status.values
+                      if kv.key.split(".")[0] in ("rejected", "dropped") and kv.value.lstrip("-").isdigit()}
+            if counts:
+                self.counters.setdefault(status.name.split(":")[0], {}).update(counts)
+
+
+class FaultInjector:
+    def __init__(self, node, executor, observer: Observer, lcm_url: str, launcher_output: Path):
+        import lcm
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+        from rynn_teleop_msgs.msg import RobotAction
+        from tf2_msgs.msg import TFMessage
+
+        self.node, self.executor, self.observer, self.output = node, executor, observer, launcher_output
+        reliable = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+        self.tf_pub = node.create_publisher(TFMessage, "/tf", reliable)
+        self.action_pub = node.create_publisher(RobotAction, "/rynn/action", reliable)
+        self.latest_tf = None
+        node.create_subscription(TFMessage, "/tf", self._on_tf, reliable)
+        self.lcm = lcm.LCM(lcm_url)
+        self.injected: Counter = Counter()
+
+    def _on_tf(self, msg) -> None:
+        """Keep the tracker node's latest sample (not one of ours) as the template of the bad ones."""
+        if not msg.transforms:
+            return
+        first = msg.transforms[0]
+        lead_ns = first.header.stamp.sec * 10**9 + first.header.stamp.nanosec - self.node.get_clock().now().nanoseconds
+        if abs(lead_ns) < 10**9 and np.isfinite(first.transform.translation.x):
+            self.latest_tf = msg
+
+    def inject(self, fault: str) -> str:
+        self.injected[fault] += 1
+        return getattr(self, fault)()
+
+    def _bad_tf(self, shift_ns: int, translation: float | None) -> str:
+        import copy
+
+        if self.latest_tf is None:
+            return "no tracker sample seen yet: skipped"
+        for _ in range(5):
+            msg = copy.deepcopy(self.latest_tf)
+            now = self.node.get_clock().now().nanoseconds + shift_ns
+            for transform in msg.transforms:
+                transform.header.stamp.sec, transform.header.stamp.nanosec = now // 10**9, now % 10**9
+                if translation is not None:
+                    transform.transform.translation.x = translation
+            self.tf_pub.publish(msg)
+            self.executor.spin_once(timeout_sec=0.01)
+        return "5 /tf messages"
+
+    def future_tf(self) -> str:
+        return self._bad_tf(ONE_DAY_NS, None) + " stamped +1 day"
+
+    def nan_tf(self) -> str:
+        return self._bad_tf(0, float("nan")) + " with NaN positions"
+
+    def malformed_lcm(self) -> str:
+        rng = random.Random(self.injected["malformed_lcm"])
+        for _ in range(20):
+            self.lcm.publish(STATE_CHANNEL, bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 300))))
+        return f"20 random packets on {STATE_CHANNEL}"
+
+    def nan_action(self) -> str:
+        from rynn_teleop_msgs.msg import RobotAction
+
+        msg = RobotAction(positions=[float("nan")] * 54, sequence=0)
+        msg.header.frame_id = INTRUDER_FRAME
+        msg.header.stamp = self.node.get_clock().now().to_msg()
+        self.action_pub.publish(msg)
+        return "one NaN action on /rynn/action"
+
+    def stale_action(self) -> str:
+        """Stop the retarget node's process (its container when composed) for 0.5 s: no actions."""
+        pids = node_pids(self.output)
+        container = next((entry.get("container", "") for entry in load_graph().nodes if entry["name"] == "retarget_node"), "")
+        name = "retarget_node" if "retarget_node" in pids else container
+        if name not in pids:
+            return "no retarget_node process found: skipped"
+        os.kill(pids[name], signal.SIGSTOP)
+        try:
+            spin_for(self.executor, 0.5)
+        finally:
+            os.kill(pids[name], signal.SIGCONT)
+        return f"{name} process stopped 0.5 s (actions stale)"
+
+    def recorder_kill(self) -> str:
+        ready_before = self.output.read_text().count("rynn_recorder ready")
+        os.kill(node_pids(self.output)["rynn_recorder"], signal.SIGKILL)
+        deadline = time.monotonic() + 120
+        while self.output.read_text().count("rynn_recorder ready") == ready_before:
+            if time.monotonic() > deadline:
+                return "recorder SIGKILLed and NOT back after 120 s"
+            spin_for(self.executor, 0.2)
+        return "recorder SIGKILLed, respawned"
+
+
+class ResourceLog:
+    """RSS, threads and open fds of every node's current process, sampled over time."""
+
+    def __init__(self, output: Path):
+        self.output = output
+        self.samples: list[tuple[float, dict[str, tuple[float, int, int]]]] = []
+
+    def sample(self, elapsed: float) -> None:
+        row = {}
+        for name, pid in sorted(node_pids(self.output).items()):
+            try:
+                process = psutil.Process(pid)
+                row[name] = (process.memory_info().rss / 2**20, process.num_threads(), process.num_fds())
+            except psutil.NoSuchProcess:
+                row[name] = (float("nan"), 0, 0)
+        self.samples.append((elapsed, row))
+        cells = "  ".join(f"{name} {rss:.0f}MB/{threads}t/{fds}fd" for name, (rss, threads, fds) in row.items())
+        print(f"[{elapsed / 60:5.1f} min] {cells}", flush=True)
+
+    def report(self) -> None:
+        if len(self.samples) < 2:
+            return
+        (t0, first), (t1, last) = self.samples[0], self.samples[-1]
+        minutes = max((t1 - t0) / 60, 1e-9)
+        print(f"\n== resources per node, first -> last sample ({minutes:.1f} min apart)")
+        print(f"  {'node':20s} {'RSS MB':>16s} {'MB/min':>7s} {'max MB':>7s} {'threads':>9s} {'fds':>9s}")
+        for name in last:
+            if name not in first:
+                continue
+            rss = [row[name][0] for _, row in self.samples if name in row]
+            print(f"  {name:20s} {first[name][0]:7.0f} -> {last[name][0]:5.0f} "
+                  f"{(last[name][0] - first[name][0]) / minutes:7.2f} {np.nanmax(rss):7.0f} "
+                  f"{first[name][1]:4d}->{last[name][1]:<4d} {first[name][2]:4d}->{last[name][2]:<4d}")
+
+
+def read_back(bags: Path, summaries: dict[str, dict]) -> list[str]:
+    """Every bag opens with rosbags and holds what the recorder says it wrote; returns the failures."""
+    from rosbags.rosbag2 import Reader
+
+    from rynn_robot_bridge.recording.metadata import SIDECAR_NAME
+
+    failures = []
+    print(f"\n== bags in {bags}")
+    for episode in sorted(p for p in bags.iterdir() if p.is_dir()):
+        try:
+            with Reader(episode) as reader:
+                counts = Counter()
+                for connection, _, _ in reader.messages():
+                    counts[connection.topic] += 1
+        except Exception as error:  # any failure to read back is what this check is for
+            failures.append(f"{episode.name}: does not read back ({error})")
+            print(f"  {episode.name}: UNREADABLE: {error}")
+            continue
+        sidecar = json.loads((episode / SIDECAR_NAME).read_text())
+        written = {topic: entry.get("written", 0) for topic, entry in sidecar.get("topics", {}).items()}
+        mismatch = {t: (counts.get(t, 0), n) for t, n in written.items() if counts.get(t, 0) != n}
+        if mismatch:
+            failures.append(f"{episode.name}: bag vs recorder summary {mismatch}")
+        print(f"  {episode.name}: {sidecar.get('state')}, mode {sidecar.get('mode')}, "
+              f"{sum(counts.values())} messages on {len(counts)} topics, read back"
+              f"{'' if not mismatch else f'; MISMATCH {mismatch}'}")
+        summaries.setdefault(episode.name, sidecar)
+    return failures
+
+
+def lost_report(summaries: dict[str, dict], observer: Observer) -> list[str]:
+    lost, failed, cut = Counter(), Counter(), Counter()
+    for summary in summaries.values():
+        for topic, entry in summary.get("topics", {}).items():
+            lost[topic] += entry.get("lost", 0)
+            failed[topic] += entry.get("failed", 0)
+            if summary.get("state") == "recovered":  # received after the last flush before the kill
+                cut[topic] += max(entry.get("received_before_crash", 0) - entry.get("written", 0), 0)
+    print("\n== lost messages per topic (recorder: transport-lost + failed writes, all episodes)")
+    failures = []
+    for topic in sorted(set(lost) | set(failed) | set(cut)):
+        print(f"  {topic:40s} lost {lost[topic]:5d}  failed {failed[topic]:5d}"
+              f"  (unflushed at a recorder kill: {cut[topic]})")
+        if lost[topic] or failed[topic]:
+            failures.append(f"{topic}: {lost[topic]} lost, {failed[topic]} failed")
+    print(f"  /rynn/action here: {observer.actions} received, {observer.action_gaps} sequence gaps, "
+          f"{observer.producer_restarts} producer restarts")
+    if observer.action_gaps:
+        failures.append(f"/rynn/action: {observer.action_gaps} sequence gaps")
+    print("\n== counted by the nodes (rejected = refused as invalid, dropped = valid but not used)")
+    for name, counts in sorted(observer.counters.items()):
+        shown = ", ".join(f"{key} {value}" for key, value in sorted(counts.items()) if value)
+        print(f"  {name}: {shown or 'nothing'}")
+    return failures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("arguments", nargs="*", metavar="name:=value", help="launch arguments for the graph")
+    parser.add_argument("--minutes", type=float, default=30.0, help="soak length")
+    parser.add_argument("--switch-s", type=float, default=20.0, help="seconds between real/digital switches (one episode each)")
+    parser.add_argument("--fault-s", type=float, default=15.0, help="mean seconds between injected faults")
+    parser.add_argument("--sample-s", type=float, default=30.0, help="seconds between resource samples")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--keep", help="keep logs and bags in this directory (default: a temporary one)")
+    options = parser.parse_args()
+
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rynn_teleop_msgs.srv import SetMode
+    from std_srvs.srv import Trigger
+
+    rng = random.Random(options.seed)
+    schedule = fault_schedule(rng)
+    work = Path(options.keep or tempfile.mkdtemp(prefix="bench_soak_"))
+    work.mkdir(parents=True, exist_ok=True)
+    command = launch_command(options.arguments, work)
+    lcm_url = next(item.partition(":=")[2] for item in command if item.startswith("lcm_url:="))
+    print(f"graph: {' '.join(command[1:])}\nmachine: {machine_info()}\n"
+          f"soak: {options.minutes:g} min, switch every {options.switch_s:g} s, a fault every ~{options.fault_s:g} s, "
+          f"seed {options.seed}; logs and bags in {work}", flush=True)
+    launcher, output = start_graph(command, work)
+    rclpy.init()
+    node = rclpy.create_node("bench_soak")
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    observer = Observer(node)
+    faults = FaultInjector(node, executor, observer, lcm_url, output)
+    resources = ResourceLog(output)
+    clients = {verb: node.create_client(Trigger, f"/rynn/recorder/{verb}") for verb in ("start", "stop")}
+    set_mode = node.create_client(SetMode, "/rynn/set_mode")
+    summaries: dict[str, dict] = {}
+    failures: list[str] = []
+    switches = Counter()
+    try:
+        started = time.monotonic()
+        end = started + options.minutes * 60
+        next_switch, next_sample = started, started
+        next_fault = started + rng.expovariate(1 / options.fault_s)
+        mode, episode = SetMode.Request.MODE_DIGITAL, None
+        while time.monotonic() < end:
+            now = time.monotonic()
+            if launcher.poll() is not None:
+                failures.append(f"the graph stopped (launcher exit {launcher.returncode})")
+                break
+            if now >= next_sample:
+                resources.sample(now - started)
+                next_sample += options.sample_s
+            if now >= next_switch:
+                if episode is not None:
+                    clients["stop"].wait_for_service(timeout_sec=60)
+                    stopped = call(executor, clients["stop"], Trigger.Request())
+                    if stopped.success:
+                        summaries[json.loads(stopped.message)["episode"]] = json.loads(stopped.message)
+                mode = SetMode.Request.MODE_REAL if mode == SetMode.Request.MODE_DIGITAL else SetMode.Request.MODE_DIGITAL
+                answer = call(executor, set_mode, SetMode.Request(mode=mode))
+                switches["accepted" if answer.success else "refused"] += 1
+                if not answer.success:
+                    print(f"[{(now - started) / 60:5.1f} min] switch refused: {answer.message}", flush=True)
+                clients["start"].wait_for_service(timeout_sec=60)
+                episode = call(executor, clients["start"], Trigger.Request()).message
+                next_switch += options.switch_s
+            if now >= next_fault:
+                fault = next(schedule)
+                print(f"[{(now - started) / 60:5.1f} min] fault {fault}: {faults.inject(fault)}", flush=True)
+                if fault == "recorder_kill":  # that episode is recovered by the respawned recorder; start another
+                    clients["start"].wait_for_service(timeout_sec=60)
+                    episode = call(executor, clients["start"], Trigger.Request()).message
+                next_fault = time.monotonic() + rng.expovariate(1 / options.fault_s)
+            executor.spin_once(timeout_sec=0.05)
+        resources.sample(time.monotonic() - started)
+        if episode is not None and launcher.poll() is None:
+            stopped = call(executor, clients["stop"], Trigger.Request())
+            if stopped.success:
+                summaries[json.loads(stopped.message)["episode"]] = json.loads(stopped.message)
+        spin_for(executor, 2.0)  # the last diagnostics
+    finally:
+        node.destroy_node()
+        rclpy.shutdown()
+        if launcher.poll() is None:
+            launcher.send_signal(signal.SIGINT)
+            launcher.wait(timeout=120)
+    if launcher.returncode != 0:
+        failures.append(f"the launcher exited {launcher.returncode} (0 after Ctrl-C)")
+    launcher_log = output.read_text()
+    restarts = {name: launcher_log.count(f"started {name} (pid") - 1 for name in node_pids(output)}
+    print(f"\nlauncher exit {launcher.returncode}; restarts per node: {restarts}")
+    print(f"switches: {dict(switches)}; faults injected: {dict(faults.injected)}")
+    resources.report()
+    failures += read_back(work / "bags", summaries)
+    failures += lost_report(summaries, observer)
+    print(f"\nmachine at the end: {machine_info()}")
+    print("PASS" if not failures else "FAIL:\n  " + "\n  ".join(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
