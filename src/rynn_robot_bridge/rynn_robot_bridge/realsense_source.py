@@ -71,10 +71,13 @@ class TimestampMapper:
         camera_ns = int(round(timestamp_ms * 1000)) * 1000  # via whole µs: ms since 1970 in a double has no ns digits
         if domain in self.HOST_DOMAINS:
             return camera_ns
-        if self._offset_ns is None or camera_ns < self._last_camera_ns:
-            # hardware clock: anchor its first frame at the host's now, again when it restarts
-            # (a device reset, a recording played over), so ROS time never runs backwards
+        if self._offset_ns is None:  # hardware clock: its first frame is anchored at the host's now
             self._offset_ns = self._now_ns() - camera_ns
+        elif camera_ns < self._last_camera_ns:
+            # the camera clock restarted (device reset, a recording played over): anchor again, but
+            # never before the last stamp (the first anchor may have been taken late, under load)
+            last_ros_ns = self._last_camera_ns + self._offset_ns
+            self._offset_ns = max(self._now_ns(), last_ros_ns + 1) - camera_ns
         self._last_camera_ns = camera_ns
         return camera_ns + self._offset_ns
 

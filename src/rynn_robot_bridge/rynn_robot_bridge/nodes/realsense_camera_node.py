@@ -18,10 +18,13 @@ import sys
 import threading
 
 from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 
 from rynn_retarget.node_runner import run_node
+from rynn_retarget.pipeline_stats import PipelineStats
+from rynn_retarget.ros_conversions import make_diagnostics
 from rynn_robot_bridge.realsense_source import CameraSourceError, RealSenseColorStream, RealSenseSettings
 from rynn_robot_bridge.ros_camera import CAMERA_QOS, make_camera_info, make_image
 
@@ -51,7 +54,9 @@ class RealSenseCameraNode(Node):
         self.calibration = self.stream.open()  # CameraSourceError: no device, unreadable file
         self.image_pub = self.create_publisher(Image, f"{prefix}/image_raw", CAMERA_QOS)
         self.info_pub = self.create_publisher(CameraInfo, f"{prefix}/camera_info", CAMERA_QOS)
-        self.published = 0
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.stats = PipelineStats()  # outputs = frames published; drops: read timeouts; fault: device errors
+        self.create_timer(1.0, self._publish_diagnostics)
         self._stop = threading.Event()
         self._reader = threading.Thread(target=self._read_loop, name="realsense_reader", daemon=True)
         self._reader.start()
@@ -62,15 +67,28 @@ class RealSenseCameraNode(Node):
             f"-> {prefix}/image_raw in {self.frame_id}")
 
     def _read_loop(self) -> None:
+        """Frames as they come; a timeout or a device error is counted and logged, and reading goes on."""
         while not self._stop.is_set():
-            frame = self.stream.read(READ_TIMEOUT_S)
+            try:
+                frame = self.stream.read(READ_TIMEOUT_S)
+            except RuntimeError as exc:  # e.g. the camera was unplugged
+                self.stats.set_fault("device", f"reading the camera failed: {exc}")
+                self.get_logger().error(f"reading the camera failed: {exc}", throttle_duration_sec=5.0)
+                self._stop.wait(READ_TIMEOUT_S)
+                continue
             if frame is not None:
+                self.stats.clear_fault("device")
                 self.publish(frame.rgb, frame.stamp_ns)
             elif self.stream.finished:
-                self.get_logger().info(f"recording finished after {self.published} frames")
+                self.get_logger().info(f"recording finished after {self.stats.outputs} frames")
                 return
             else:
+                self.stats.drop("no frame within read timeout")
                 self.get_logger().warning(f"no colour frame for {READ_TIMEOUT_S:g} s", throttle_duration_sec=5.0)
+
+    def _publish_diagnostics(self) -> None:
+        stamp = self.get_clock().now().to_msg()
+        self.diagnostics_pub.publish(make_diagnostics(self.stats, self.get_name(), self.stream.serial_number, stamp))
 
     def publish(self, rgb, stamp_ns: int) -> None:
         """Image and CameraInfo under one stamp, as realsense2_camera publishes them."""
@@ -79,7 +97,7 @@ class RealSenseCameraNode(Node):
         self.image_pub.publish(make_image(rgb, stamp, self.frame_id))
         self.info_pub.publish(make_camera_info(calibration.intrinsics, stamp, self.frame_id,
                                                calibration.distortion_model, calibration.distortion))
-        self.published += 1
+        self.stats.outputs += 1
 
     def destroy_node(self):
         self._stop.set()
