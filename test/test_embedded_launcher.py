@@ -167,19 +167,26 @@ time.sleep(600)
 '''
 
 
-def test_escalates_to_sigterm_and_leaves_no_orphans(tmp_path, start_process):
-    (tmp_path / "stubborn_node.py").write_text(textwrap.dedent(STAND_IN_NODE))
+def start_stand_in_graph(start_process, tmp_path, module: str, source: str, node: str, *launcher_options: str):
+    """The launcher on a one-node graph (``node``: its YAML flow mapping) whose node is the plain script
+    ``source`` saved as ``module``; returns the launcher once the node is up."""
+    (tmp_path / f"{module}.py").write_text(textwrap.dedent(source))
     graph_file = tmp_path / "graph.yaml"
-    graph_file.write_text(textwrap.dedent("""
-        arguments: {}
-        nodes:
-          - {name: stubborn, package: none, executable: none, module: stubborn_node, required: true, ready_log: "stubborn node up"}
-    """))
+    graph_file.write_text(f"arguments: {{}}\nnodes:\n  - {node}\n")
     launcher = start_process(
-        ["-m", "rynn_world.launcher", "--graph", str(graph_file), "--log-dir", str(tmp_path / "logs"), "--sigint-timeout", "1"],
+        ["-m", "rynn_world.launcher", "--graph", str(graph_file), "--log-dir", str(tmp_path / "logs"), *launcher_options],
         "launcher", PYTHONPATH=f"{tmp_path}:{':'.join(map(str, Path(REPO_ROOT / 'src').glob('rynn_*')))}",
     )
     assert wait_until(lambda: ALL_UP.search(read_log(launcher)), 30.0), read_log(launcher)
+    return launcher
+
+
+def test_escalates_to_sigterm_and_leaves_no_orphans(tmp_path, start_process):
+    launcher = start_stand_in_graph(
+        start_process, tmp_path, "stubborn_node", STAND_IN_NODE,
+        '{name: stubborn, package: none, executable: none, module: stubborn_node, required: true, ready_log: "stubborn node up"}',
+        "--sigint-timeout", "1",
+    )
     pgid = node_pids(read_log(launcher))["stubborn"]
     launcher.send_signal(signal.SIGINT)
     assert launcher.wait(timeout=20) == 0, read_log(launcher)
@@ -201,19 +208,11 @@ time.sleep(600)
 
 
 def test_a_respawned_node_is_started_again_after_its_delay_and_the_graph_keeps_running(tmp_path, start_process):
-    (tmp_path / "respawned_node.py").write_text(textwrap.dedent(RESPAWNED_NODE))
-    graph_file = tmp_path / "graph.yaml"
-    graph_file.write_text(textwrap.dedent("""
-        arguments: {}
-        nodes:
-          - {name: phoenix, package: none, executable: none, module: respawned_node, respawn: true, respawn_delay: 0.5,
-             ready_log: "respawned node up"}
-    """))
-    launcher = start_process(
-        ["-m", "rynn_world.launcher", "--graph", str(graph_file), "--log-dir", str(tmp_path / "logs")],
-        "launcher", PYTHONPATH=f"{tmp_path}:{':'.join(map(str, Path(REPO_ROOT / 'src').glob('rynn_*')))}",
+    launcher = start_stand_in_graph(
+        start_process, tmp_path, "respawned_node", RESPAWNED_NODE,
+        '{name: phoenix, package: none, executable: none, module: respawned_node, respawn: true, respawn_delay: 0.5, '
+        'ready_log: "respawned node up"}',
     )
-    assert wait_until(lambda: ALL_UP.search(read_log(launcher)), 30.0), read_log(launcher)
     first = node_pids(read_log(launcher))["phoenix"]
     assert "started phoenix (pid %d, respawned on exit)" % first in read_log(launcher)
     for restart in (1, 2):  # however it dies, it comes back; the launcher keeps running
