@@ -6,7 +6,8 @@ no concatenation). Keys are stored unrotated; each step rotates them at re-index
 the sink at frame 0, the window frames at 1.. in age order, the current block right after.
 While the stream is shorter than the window these are exactly the absolute positions, so the
 stream equals a full-sequence block-causal forward; after that the positions stay bounded (the
-sink never drifts away in RoPE distance), which keeps an unbounded stream in distribution.
+sink never drifts away in RoPE distance), which keeps an unbounded stream in distribution. The
+teacher-forced warm-up (training.causal.teacher_forcing_layout) reproduces this context exactly.
 """
 
 import torch
@@ -121,8 +122,8 @@ class TrainingKVCache:
 
     Committed keys/values stay autograd-connected to the blocks that produced them, so a loss on
     a later block reaches the earlier ones through the cache (gradients across chunks, paper Sec.
-    3.5). Frame positions follow RollingKVCache exactly (sink 0, window in age order, current
-    block after), so a student trained here streams identically with the fixed-size cache.
+    3.5). Frame positions come from the same stream_frame_positions as RollingKVCache's, so a
+    student trained here streams identically with the fixed-size cache.
     """
 
     def __init__(self, num_layers: int, tokens_per_frame: int, block_frames: int, window_blocks: int):
