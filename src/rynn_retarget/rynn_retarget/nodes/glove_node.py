@@ -19,6 +19,8 @@ HANDS_TOPIC = "/rynn/operator/hands"
 
 
 class GloveNode(OperatorInputNode):
+    frame_parts = frozenset({"hands"})
+
     def __init__(self, **node_options):
         super().__init__("glove_node", default_rate_hz=120.0, default_udp_port=9871, **node_options)
         self.declare_parameter("topic", HANDS_TOPIC)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from rclpy.node import Node
 
 from rynn_retarget.operator.feed import OperatorFeed, SourceSettings, open_source
+from rynn_retarget.operator.synthetic import FRAME_PARTS
 from rynn_retarget.operator.frame import OperatorFrame
 
 DEFAULTS = SourceSettings()
@@ -41,7 +42,9 @@ def declare_source_parameters(node: Node, default_rate_hz: float, default_udp_po
 class OperatorInputNode(Node):
     """Declares the source parameters (``self.settings``); ``start_feed()`` then opens the
     source and calls ``publish_frame`` per frame. A frame the node cannot publish is logged
-    and skipped; the stream goes on."""
+    and skipped; the stream goes on. ``frame_parts``: what ``publish_frame`` uses of a frame."""
+
+    frame_parts = FRAME_PARTS
 
     def __init__(self, name: str, default_rate_hz: float, default_udp_port: int, **node_options):
         super().__init__(name, **node_options)
@@ -50,7 +53,8 @@ class OperatorInputNode(Node):
 
     def start_feed(self) -> None:
         s = self.settings
-        self.feed = OperatorFeed(open_source(s), self.publish_frame, s.rate_hz, s.epoch_s, on_error=self.on_bad_frame)
+        self.feed = OperatorFeed(open_source(s), self.publish_frame, s.rate_hz, s.epoch_s, on_error=self.on_bad_frame,
+                                 parts=self.frame_parts)
         self.feed.start()
 
     def publish_frame(self, frame: OperatorFrame) -> None:

@@ -319,11 +319,14 @@ class RetargetNode(Node):
 
 
 COMPONENT = RetargetNode  # what a container (rynn_world.launcher.container) instantiates
+# Two executor threads: the status timer and the calibration service wait for the pipeline lock while the
+# worker solves; with one thread, /tf and hands callbacks queue behind them (and overflow on a loaded machine).
+EXECUTOR_THREADS = 2
 
 
 def main(args=None):
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
-    run_node(RetargetNode, args)  # callbacks only hand data to the worker: one (C++ events) executor thread
+    run_node(RetargetNode, args, threads=EXECUTOR_THREADS)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,8 @@ def transform_from_matrix(matrix: np.ndarray) -> Transform:
 
 
 class TrackerNode(OperatorInputNode):
+    frame_parts = frozenset({"trackers"})
+
     def __init__(self, **node_options):
         super().__init__("tracker_node", default_rate_hz=120.0, default_udp_port=9870, **node_options)
         self.declare_parameter("frames.world", "operator_world")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from rynn_retarget.operator.frame import OperatorFrame, OperatorSource
-from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig
+from rynn_retarget.operator.synthetic import FRAME_PARTS, SyntheticOperator, SyntheticOperatorConfig
 
 SOURCE_KINDS = ("synthetic", "replay", "udp", "openvr")
 
@@ -65,7 +65,8 @@ class OperatorFeed:
     """Calls ``on_frame(frame)`` for every frame of ``source`` until ``stop()``.
 
     An exception from ``on_frame`` (a frame the consumer cannot use) is counted
-    in ``errors`` and handed to ``on_error``; the feed keeps running.
+    in ``errors`` and handed to ``on_error``; the feed keeps running. ``parts``: what
+    the consumer uses of a synthetic frame ("trackers", "hands"); the rest is not computed.
     """
 
     def __init__(
@@ -76,6 +77,7 @@ class OperatorFeed:
         epoch_s: float = 0.0,
         clock: Callable[[], float] = time.time,
         on_error: Callable[[Exception], None] = lambda error: None,
+        parts: frozenset = FRAME_PARTS,
     ):
         self.source = source
         self._on_frame = on_frame
@@ -84,6 +86,7 @@ class OperatorFeed:
         self._period = 1.0 / rate_hz
         self._epoch = epoch_s
         self._clock = clock
+        self._parts = parts
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="operator-feed", daemon=True)
 
@@ -115,7 +118,7 @@ class OperatorFeed:
     def _sample_clocked(self, operator: SyntheticOperator) -> None:
         next_tick = time.monotonic()
         while not self._stop.is_set():
-            self._deliver(operator.frame_at(self._clock() - self._epoch))
+            self._deliver(operator.frame_at(self._clock() - self._epoch, self._parts))
             next_tick += self._period
             delay = next_tick - time.monotonic()
             if delay > 0:

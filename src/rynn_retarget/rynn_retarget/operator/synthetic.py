@@ -8,6 +8,7 @@ sway and the operator's heading in the tracking world.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from typing import Iterator
@@ -19,6 +20,11 @@ from rynn_retarget.operator.frame import HandSkeleton, OperatorFrame
 from rynn_retarget.operator.hand_model import HandPose, grasp_pose, keypoints, pinch_pose
 
 MOTIONS = ("reach", "grasp", "pinch", "push", "bimanual_lift")
+FRAME_PARTS = frozenset({"trackers", "hands"})  # what frame_at computes; a tracker source needs no hands
+
+# Hand keypoints are most of a frame's cost (~0.25 ms a hand) and a hand holds one pose for most of a
+# motion (open, or fully closed): the same pose is computed once.
+_hand_keypoints = functools.lru_cache(maxsize=64)(keypoints)
 
 # Operator body in the chest-tracker frame (x forward, y left, z up), metres.
 SHOULDER = {"left": np.array([-0.05, 0.18, 0.10]), "right": np.array([-0.05, -0.18, 0.10])}
@@ -142,24 +148,30 @@ class SyntheticOperator:
     def chest_pose(self, t: float) -> np.ndarray:
         return pose(_rotation_z(self._heading), self._chest_origin + self._sway(0, t))
 
-    def frame_at(self, t: float) -> OperatorFrame:
+    def frame_at(self, t: float, parts: frozenset = FRAME_PARTS) -> OperatorFrame:
+        """The operator at ``t``; ``parts`` limits it to the trackers or the hands (a source that
+        publishes only one of them need not compute the other)."""
         motion, phase = self.motion_at(t)
         arms = script(motion, phase)
-        chest = self.chest_pose(t)
-        frame = OperatorFrame(stamp=t, trackers={"chest": chest})
+        frame = OperatorFrame(stamp=t, trackers={})
+        if "trackers" in parts:
+            chest = frame.trackers["chest"] = self.chest_pose(t)
         for part, side in ((1, "left"), (2, "right")):
             arm = arms[side]
+            if "hands" in parts:
+                skeleton = HandSkeleton(_hand_keypoints(arm.hand, side).copy(), np.ones(21), True)
+                if side == "left":
+                    frame.left_hand = skeleton
+                else:
+                    frame.right_hand = skeleton
+            if "trackers" not in parts:
+                continue
             wrist_local = NEUTRAL_WRIST[side] + arm.wrist_offset + self._sway(part, t)
             rotation_local = _rotation_y(-arm.wrist_pitch) @ NEUTRAL_HAND_ROTATION
             frame.trackers[f"{side}_wrist"] = chest @ pose(rotation_local, wrist_local)
             elbow = elbow_position(SHOULDER[side], wrist_local, side)
             upper_arm_local = 0.5 * (SHOULDER[side] + elbow)
             frame.trackers[f"{side}_upper_arm"] = chest @ pose(None, upper_arm_local)
-            skeleton = HandSkeleton(keypoints(arm.hand, side), np.ones(21), True)
-            if side == "left":
-                frame.left_hand = skeleton
-            else:
-                frame.right_hand = skeleton
         return frame
 
     def frames(self) -> Iterator[OperatorFrame]:
