@@ -224,3 +224,47 @@ def test_one_call_per_control_is_in_flight_and_a_silent_one_is_given_up():
     assert pending.finish("mode") and not pending.finish("mode")
     assert pending.expired(4.0) == [] and pending.expired(5.2) == ["recorder"]
     assert not pending.busy("recorder") and pending.begin("recorder", 6.0)
+
+
+# --- the page --------------------------------------------------------------------------------
+
+
+def test_the_page_poses_every_joint_of_the_action_and_is_served_offline():
+    """The 3D view's URDF has all 54 commanded joints, and the page (viser's bundled client)
+    comes from the console itself, with nothing fetched from elsewhere."""
+    import urllib.request
+
+    from rynn_retarget.action_layout import joint_names
+    from rynn_retarget.description import default_urdf_path
+    from rynn_world.console.page import ConsoleActions, ConsolePage
+
+    ignore = ConsoleActions(lambda *_: None, lambda *_: None, lambda: None, lambda _: None, lambda _: None)
+    page = ConsolePage("127.0.0.1", 0, default_urdf_path(), ignore, jpeg_quality=70,
+                       operator_offset_xyz=(-1.0, 0.0, 0.0), overlay_on=False)
+    try:
+        assert set(joint_names()) <= set(page.joint_names)
+        pose = JointPoser(page.joint_names).update(joint_names(), np.linspace(-0.5, 0.5, 54))
+        page.show_robot(pose, pose * 0.5)
+        assert_frames_match_yourdfpy(page.robot, pose)
+        assert_frames_match_yourdfpy(page.ghost, pose * 0.5)
+        nudged = pose + np.where(np.arange(54) % 2 == 0, 0.002, 0.3)  # half the joints move less than the deadband
+        page.show_robot(nudged, None)
+        assert_frames_match_yourdfpy(page.robot, nudged, tolerance=np.deg2rad(0.5))
+        html = urllib.request.urlopen(f"http://127.0.0.1:{page.port}/", timeout=30).read().decode()
+        assert "<html" in html.lower() and "https://" not in html.split("<body", 1)[0]  # no CDN in the head
+    finally:
+        page.stop()
+
+
+def assert_frames_match_yourdfpy(view, configuration, tolerance: float = 1e-9):
+    """Every joint frame the browsers got is yourdfpy's forward kinematics (up to the deadband)."""
+    from viser.transforms import SO3
+
+    urdf = view._urdf
+    urdf.update_cfg(configuration)
+    for joint, frame in zip(view._joint_map_values, view._joint_frames):
+        expected = urdf.get_transform(joint.child, joint.parent)
+        np.testing.assert_allclose(frame.position, expected[:3, 3], atol=1e-9)
+        shown = SO3(np.asarray(frame.wxyz)).as_matrix()
+        angle = np.arccos(np.clip((np.trace(shown.T @ expected[:3, :3]) - 1) / 2, -1, 1))
+        assert angle <= tolerance + 1e-6, (joint.name, angle)

@@ -21,6 +21,7 @@ from pathlib import Path
 CONSOLE_URL = re.compile(r"operator console on (http://\S+/)")
 CONSOLE_PID = re.compile(r"\[rynn_launch\] started operator_console \(pid (\d+)")
 ALL_UP = re.compile(r"\[rynn_launch\] all \d+ nodes up")
+SOURCE_ROOT = Path(__file__).resolve().parents[3]  # src/ of a checkout (the installed copy has none)
 
 
 def free_port(kind: int = socket.SOCK_STREAM) -> int:
@@ -50,6 +51,8 @@ def start_graph(arguments: list[str], log_dir: Path, timeout_s: float = 600.0) -
     """Launch the graph with these ``name:=value`` arguments (console on a free port) and wait
     until every node is up; ``RuntimeError`` with the launcher's output tail if it is not."""
     env = dict(os.environ)
+    sources = [str(SOURCE_ROOT / package) for package in ("rynn_retarget", "rynn_world_node", "rynn_robot_bridge")]
+    env["PYTHONPATH"] = os.pathsep.join([*sources, env.get("PYTHONPATH", "")])  # this checkout, not the last build
     env.setdefault("ROS_DOMAIN_ID", str(random.randint(101, 200)))
     env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     log_dir.mkdir(parents=True, exist_ok=True)

@@ -56,15 +56,24 @@ def element_pixels(element) -> np.ndarray:
 
 
 def click_button(driver, label: str) -> None:
+    """One click, dispatched in the page: chromedriver's own click also waits for the renderer
+    to settle, which software WebGL on loaded cores can delay past any timeout."""
     from selenium.webdriver.common.by import By
 
-    driver.find_element(By.XPATH, f"//button[normalize-space()='{label}']").click()
+    button = driver.find_element(By.XPATH, f"//button[normalize-space()='{label}']")
+    driver.execute_script("arguments[0].click();", button)
+
+
+def dismiss_notifications(driver) -> None:
+    """Close the page's notifications (viser tells a software-WebGL browser it is slow)."""
+    from selenium.webdriver.common.by import By
+
+    for button in driver.find_elements(By.CSS_SELECTOR, "[class*='Notification-closeButton']"):
+        button.click()
 
 
 def page_text(driver) -> str:
-    from selenium.webdriver.common.by import By
-
-    return driver.find_element(By.TAG_NAME, "body").text
+    return driver.execute_script("return document.body.innerText;")
 
 
 def wait_for(predicate, timeout: float, period: float = 0.25):

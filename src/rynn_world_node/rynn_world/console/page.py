@@ -16,13 +16,15 @@ from typing import Callable
 
 import numpy as np
 import viser
+import viser.transforms as vtf
 from viser.extras import ViserUrdf
 
 GHOST_RGBA = (0.25, 0.55, 1.0, 0.35)  # the commanded robot: translucent blue over the measured one
 CAMERA_PANEL_WIDTH = 660
 TRACKER_AXES_M = 0.08
-INITIAL_VIEW_FROM = (1.6, -1.4, 1.6)  # front-right of the robot, above the table [m]
-INITIAL_VIEW_AT = (0.0, 0.0, 0.9)
+ROTATION_DEADBAND_RAD = np.deg2rad(0.5)  # a joint frame moving less is not re-sent to the browsers
+INITIAL_VIEW_FROM = (2.4, -3.4, 2.4)  # front-right of the robot, above the table [m]
+INITIAL_VIEW_AT = (-0.2, 0.15, 0.8)  # between the robot and the operator's trackers
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,53 @@ class ConsoleActions:
     calibrate: Callable[[], None]
     overlay: Callable[[bool], None]
     clients_changed: Callable[[int], None]  # number of connected browsers
+
+
+class DeadbandUrdf(ViserUrdf):
+    """viser's URDF view, posed cheaply: only the joint frames that turned visibly are re-sent.
+
+    Each frame update is a message to every browser, and yourdfpy's scene-graph kinematics costs
+    milliseconds per pose; the synthetic operator moves all 54 joints a little all the time, so
+    two robots posed through ``update_cfg`` cost more CPU than the rest of the console. A
+    revolute joint's frame is its fixed origin turned about its axis by the joint angle, so
+    the pose is one quaternion product per moved joint (fixed and revolute joints only:
+    what rynn_bimanual.urdf has; another joint type gets viser's own ``update_cfg``).
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        joints = self._joint_map_values
+        self._exact = all(j.type in ("fixed", "revolute", "continuous") and j.mimic is None for j in joints)
+        names = list(self._urdf.actuated_joint_names)
+        self._joint_index = np.array([names.index(j.name) if j.type != "fixed" else -1 for j in joints])
+        origins = np.stack([np.eye(4) if j.origin is None else j.origin for j in joints])
+        self._origin_wxyz = np.stack([vtf.SO3.from_matrix(o[:3, :3]).wxyz for o in origins])
+        self._origin_xyz = origins[:, :3, 3] * self._scale
+        axes = np.stack([np.array([1.0, 0.0, 0.0]) if j.axis is None else np.asarray(j.axis, float) for j in joints])
+        self._axes = axes / np.linalg.norm(axes, axis=1, keepdims=True)
+        self._sent_angle = np.full(len(joints), np.nan)  # nothing sent yet
+
+    def update_cfg(self, configuration: np.ndarray) -> None:
+        if not self._exact:
+            super().update_cfg(configuration)
+            return
+        angles = np.where(self._joint_index >= 0, np.asarray(configuration)[np.maximum(self._joint_index, 0)], 0.0)
+        moved = ~(np.abs(angles - self._sent_angle) < ROTATION_DEADBAND_RAD)  # NaN (never sent) counts as moved
+        for i in np.flatnonzero(moved):
+            half = 0.5 * angles[i]
+            turn = np.concatenate([[np.cos(half)], np.sin(half) * self._axes[i]])
+            self._joint_frames[i].wxyz = _quaternion_product(self._origin_wxyz[i], turn)
+            if np.isnan(self._sent_angle[i]):
+                self._joint_frames[i].position = self._origin_xyz[i]  # a revolute joint's origin never moves
+        self._sent_angle[moved] = angles[moved]
+
+
+def _quaternion_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a * b for wxyz quaternions."""
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return np.array([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw])
 
 
 def _placeholder(width: int, height: int) -> np.ndarray:
@@ -113,8 +162,8 @@ class ConsolePage:
         scene.add_grid("/grid", width=3.0, height=3.0, cell_size=0.25)
         self.server.initial_camera.position = INITIAL_VIEW_FROM
         self.server.initial_camera.look_at = INITIAL_VIEW_AT
-        self.robot = ViserUrdf(self.server, urdf_path, root_node_name="/robot/measured")
-        self.ghost = ViserUrdf(self.server, urdf_path, root_node_name="/robot/commanded", mesh_color_override=GHOST_RGBA)
+        self.robot = DeadbandUrdf(self.server, urdf_path, root_node_name="/robot/measured")
+        self.ghost = DeadbandUrdf(self.server, urdf_path, root_node_name="/robot/commanded", mesh_color_override=GHOST_RGBA)
         self.operator_root = scene.add_frame("/operator", show_axes=False, position=operator_offset_xyz)
         scene.add_label("/operator/label", "operator trackers", position=(0.0, 0.0, 0.05))
 

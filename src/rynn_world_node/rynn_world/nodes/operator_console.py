@@ -27,6 +27,7 @@ from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
@@ -35,6 +36,7 @@ from tf2_msgs.msg import TFMessage
 from rynn_retarget.description import resolve_urdf_path
 from rynn_retarget.node_runner import run_node
 from rynn_retarget.ros_conversions import bimanual_skeleton_to_arrays, seconds_from_time
+from rynn_robot_bridge.image_layout import read_image_header
 from rynn_robot_bridge.ros_camera import IMAGE_TOPIC, image_to_rgb
 from rynn_teleop_msgs.msg import BimanualSkeleton, TeleopStatus
 from rynn_teleop_msgs.srv import SetMode
@@ -62,15 +64,17 @@ CAMERA_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=Re
 REPORTS_QOS = QoSProfile(depth=20, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 MODE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 TEXT_PERIOD_S = 0.5  # captions, health and recording text
-SCENE_PERIOD_S = 0.1  # the 3D view: 10 Hz is smooth enough and keeps the console cheap
+SCENE_PERIOD_S = 0.2  # the 3D view at 5 Hz: enough to follow the arms, and each update costs ~10 ms
 OTHER_CAMERA_FPS = 5.0
+BROWSER_CHECK_S = 0.5
 
 
 class LatestFrame:
-    """The newest message of a camera stream and whether it was shown yet."""
+    """The newest frame of a camera stream, still serialized (only the shown ones are decoded),
+    and whether it was shown yet."""
 
     def __init__(self):
-        self.msg: Image | None = None
+        self.raw: bytes | None = None
         self.fresh = False
         self.stats = StreamStats()
 
@@ -102,13 +106,11 @@ class OperatorConsoleNode(Node):
         self.pending = PendingCalls(self.service_timeout_s)
 
         self.lock = threading.Lock()  # the web server's thread reads what the executor writes
-        self.camera = LatestFrame()
-        self.other = LatestFrame()
-        self.other_topic = ""
+        self.frames = {topic: LatestFrame() for topic in (IMAGE_TOPIC, REAL_CAMERA_TOPIC, DIGITAL_CAMERA_TOPIC)}
         self.mode = ""
         self.skeleton: dict[str, np.ndarray] | None = None
-        self.measured: JointState | None = None
-        self.commanded: JointState | None = None
+        self.measured: bytes | None = None  # newest serialized JointState, decoded at the 3D view's rate
+        self.commanded: bytes | None = None
         self.trackers: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.stream_stats = {topic: StreamStats() for topic in ("/joint_states", "/rynn/status", "/tf")}
         self.health = HealthBoard()
@@ -123,10 +125,9 @@ class OperatorConsoleNode(Node):
 
         self.clients_connected = 0
         self.watching_since = 0.0
-        self.subscriptions_by_topic: dict[str, object] = {}
-        self.wake = self.create_guard_condition(self._follow_browsers)
-        self.refresh_timer = self.create_timer(self.camera_pacer.period, self._refresh)
-        self.refresh_timer.cancel()  # runs only while a browser is connected
+        self.viewer: Node | None = None
+        self.viewer_executor = None
+        self.create_timer(BROWSER_CHECK_S, self._follow_browsers)
         self._next_text = self._next_scene = 0.0
 
         actions = ConsoleActions(self._request_mode, self._request_recorder, self._request_calibration,
@@ -142,90 +143,62 @@ class OperatorConsoleNode(Node):
     # --- browsers come and go ------------------------------------------------------------------
 
     def _on_clients(self, count: int) -> None:
-        """Web server thread: hand the change to the executor (subscriptions are made there)."""
+        """Web server thread: note the count; the executor's browser check acts on it."""
         with self.lock:
             self.clients_connected = count
-        self.wake.trigger()
 
     def _follow_browsers(self) -> None:
+        """Executor, twice a second: the viewer node (every subscription and the page refresh)
+        exists exactly while a browser is connected; pending calls without an answer expire."""
         with self.lock:
             watching = self.clients_connected > 0
-        if watching and not self.subscriptions_by_topic:
+        if watching and self.viewer is None:
             self.watching_since = time.monotonic()
-            self._subscribe()
-            self.refresh_timer.reset()
+            self.viewer, self.viewer_executor = make_viewer(self), self.executor
+            self.viewer_executor.add_node(self.viewer)
             self.get_logger().info("a browser connected: subscribed")
-        elif not watching and self.subscriptions_by_topic:
-            self.refresh_timer.cancel()
-            for topic in list(self.subscriptions_by_topic):
-                self._unsubscribe(topic)
+        elif not watching and self.viewer is not None:
+            self._drop_viewer()
             with self.lock:
-                self.camera, self.other, self.other_topic = LatestFrame(), LatestFrame(), ""
+                self.frames = {topic: LatestFrame() for topic in self.frames}
                 for stats in self.stream_stats.values():
                     stats.reset()
             self.get_logger().info("no browser connected: unsubscribed")
-        elif watching:
-            self._follow_mode_and_overlay()
+        for name in self.pending.expired(time.monotonic()):
+            self._answer(name, f"no answer after {self.service_timeout_s:.0f} s")
 
-    def _subscribe(self) -> None:
-        subscribe = self._subscribe_one
-        subscribe(Image, IMAGE_TOPIC, lambda msg: self._on_frame(self.camera, msg), CAMERA_QOS)
-        subscribe(String, "/rynn/mode", self._on_mode, MODE_QOS)
-        subscribe(JointState, "/joint_states", self._on_measured, NEWEST)
-        subscribe(JointState, "/rynn/command/joint_states", self._on_commanded, NEWEST)
-        subscribe(TFMessage, "/tf", self._on_tf, REPORTS_QOS)
-        subscribe(TeleopStatus, "/rynn/status", self._on_status, REPORTS_QOS)
-        subscribe(DiagnosticArray, "/diagnostics", self._on_diagnostics, REPORTS_QOS)
-        self._follow_mode_and_overlay()
-
-    def _subscribe_one(self, msg_type, topic: str, callback, qos: QoSProfile) -> None:
-        self.subscriptions_by_topic[topic] = self.create_subscription(msg_type, topic, callback, qos)
-
-    def _unsubscribe(self, topic: str) -> None:
-        subscription = self.subscriptions_by_topic.pop(topic, None)
-        if subscription is not None:
-            self.destroy_subscription(subscription)
-
-    def _follow_mode_and_overlay(self) -> None:
-        """Executor: the small view shows the source that is not driving; the skeleton only when drawn."""
-        with self.lock:
-            mode, overlay_on, current = self.mode, self.overlay_on, self.other_topic
-        wanted = {"digital": REAL_CAMERA_TOPIC, "real": DIGITAL_CAMERA_TOPIC}.get(mode, "")
-        if wanted != current:
-            self._unsubscribe(current)
-            with self.lock:
-                self.other, self.other_topic = LatestFrame(), wanted
-            if wanted:
-                self._subscribe_one(Image, wanted, lambda msg: self._on_frame(self.other, msg), CAMERA_QOS)
-        has_skeleton = "/rynn/operator/skeleton_camera" in self.subscriptions_by_topic
-        if overlay_on and not has_skeleton:
-            self._subscribe_one(BimanualSkeleton, "/rynn/operator/skeleton_camera", self._on_skeleton, NEWEST)
-        elif not overlay_on and has_skeleton:
-            self._unsubscribe("/rynn/operator/skeleton_camera")
-            with self.lock:
-                self.skeleton = None
+    def _drop_viewer(self) -> None:
+        viewer, self.viewer = self.viewer, None
+        if viewer is not None:
+            self.viewer_executor.remove_node(viewer)  # this node may already be out of it (shutdown)
+            viewer.destroy_node()
 
     # --- subscriptions: store only; the refresh timer does the work at the browser's rate -------
 
-    def _on_frame(self, latest: LatestFrame, msg: Image) -> None:
+    def _on_frame(self, latest: LatestFrame, raw: bytes) -> None:
+        try:
+            stamp_s = read_image_header(raw).stamp_ns / 1e9
+        except ValueError as error:  # not an Image: counted, said, skipped
+            self.dropped += 1
+            self.get_logger().warning(f"cannot read a frame: {error}", throttle_duration_sec=5.0)
+            return
         with self.lock:
-            latest.msg, latest.fresh = msg, True
-            latest.stats.add(time.monotonic(), seconds_from_time(msg.header.stamp))
+            latest.raw, latest.fresh = raw, True
+            latest.stats.add(time.monotonic(), stamp_s)
 
     def _on_mode(self, msg: String) -> None:
         with self.lock:
             self.mode = msg.data
         self.page.mode_text.content = f"Mode: **{msg.data.upper()}**"
-        self._follow_mode_and_overlay()
 
-    def _on_measured(self, msg: JointState) -> None:
+    def _on_measured(self, raw: bytes) -> None:
         with self.lock:
-            self.measured = msg
-            self.stream_stats["/joint_states"].add(time.monotonic(), seconds_from_time(msg.header.stamp))
+            self.measured = raw
+            self.stream_stats["/joint_states"].add(time.monotonic())
 
-    def _on_commanded(self, msg: JointState) -> None:
+    def _on_commanded(self, raw: bytes) -> None:
         with self.lock:
-            self.commanded = msg
+            self.commanded = raw
 
     def _on_tf(self, msg: TFMessage) -> None:
         poses = {}
@@ -239,9 +212,8 @@ class OperatorConsoleNode(Node):
             self.stream_stats["/tf"].add(time.monotonic())
 
     def _on_skeleton(self, msg: BimanualSkeleton) -> None:
-        arrays = bimanual_skeleton_to_arrays(msg)
         with self.lock:
-            self.skeleton = arrays
+            self.skeleton = msg
 
     def _on_status(self, msg: TeleopStatus) -> None:
         report = StatusReport(
@@ -264,35 +236,40 @@ class OperatorConsoleNode(Node):
 
     # --- the page, at the browser's rate --------------------------------------------------------
 
+    def other_topic(self) -> str:
+        """The source that is not driving the canonical topics (none before the mode is known)."""
+        return {"digital": REAL_CAMERA_TOPIC, "real": DIGITAL_CAMERA_TOPIC}.get(self.mode, "")
+
     def _refresh(self) -> None:
         now = time.monotonic()
         if self.camera_pacer.due(now):
-            self._push_frame(self.camera, self.max_width, self.page.show_camera, draw_skeleton=True)
-        if self.other_topic and self.other_pacer.due(now):
-            self._push_frame(self.other, self.other_max_width, self.page.show_other_camera, draw_skeleton=False)
+            self._push_frame(IMAGE_TOPIC, self.max_width, self.page.show_camera, draw_skeleton=True)
+        other = self.other_topic()
+        if other and self.other_pacer.due(now):
+            self._push_frame(other, self.other_max_width, self.page.show_other_camera, draw_skeleton=False)
         if now >= self._next_scene:
             self._next_scene = now + SCENE_PERIOD_S
             self._push_scene()
         if now >= self._next_text:
             self._next_text = now + TEXT_PERIOD_S
             self._push_text(now)
-        for name in self.pending.expired(now):
-            self._answer(name, f"no answer after {self.service_timeout_s:.0f} s")
 
-    def _push_frame(self, latest: LatestFrame, max_width: int, show, draw_skeleton: bool) -> None:
+    def _push_frame(self, topic: str, max_width: int, show, draw_skeleton: bool) -> None:
         with self.lock:
-            msg, fresh, skeleton = latest.msg, latest.fresh, self.skeleton if self.overlay_on else None
+            latest = self.frames[topic]
+            raw, fresh, skeleton = latest.raw, latest.fresh, self.skeleton if self.overlay_on else None
             latest.fresh = False
-        if msg is None or not fresh:
+        if raw is None or not fresh:
             return
         try:
-            rgb = downscale(image_to_rgb(msg), max_width)
+            rgb = downscale(image_to_rgb(deserialize_message(raw, Image)), max_width)
         except ValueError as error:  # wrong encoding or size: counted, said, skipped
             self.dropped += 1
             self.get_logger().warning(f"cannot show a frame: {error}", throttle_duration_sec=5.0)
             return
         if draw_skeleton and skeleton is not None:
-            rgb = self.overlay.draw(rgb, skeleton["joints"], skeleton["valid"], skeleton["elbows"])
+            arrays = bimanual_skeleton_to_arrays(skeleton)
+            rgb = self.overlay.draw(rgb, arrays["joints"], arrays["valid"], arrays["elbows"])
         show(rgb)
 
     def _push_scene(self) -> None:
@@ -300,8 +277,9 @@ class OperatorConsoleNode(Node):
             measured, commanded, trackers = self.measured, self.commanded, dict(self.trackers)
             self.measured = self.commanded = None
         poses = []
-        for msg, poser in ((measured, self.measured_pose), (commanded, self.commanded_pose)):
+        for raw, poser in ((measured, self.measured_pose), (commanded, self.commanded_pose)):
             try:
+                msg = None if raw is None else deserialize_message(raw, JointState)
                 poses.append(None if msg is None else poser.update(msg.name, msg.position).copy())
             except ValueError as error:
                 self.dropped += 1
@@ -315,11 +293,11 @@ class OperatorConsoleNode(Node):
     def _push_text(self, now: float) -> None:
         now_ros = self.get_clock().now().nanoseconds / 1e9
         with self.lock:
-            camera = self.camera.stats.reading(now, now_ros)
-            other = self.other.stats.reading(now, now_ros)
+            other_topic = self.other_topic()
+            camera = self.frames[IMAGE_TOPIC].stats.reading(now, now_ros)
+            other = self.frames[other_topic].stats.reading(now, now_ros) if other_topic else None
             readings = {topic: stats.reading(now, now_ros) for topic, stats in self.stream_stats.items()}
             readings[IMAGE_TOPIC] = camera
-            other_topic = self.other_topic
             loop = self.health.loop_rate_line()
             faults = self.health.faults()
             timings, counters = self.health.timings_markdown(), self.health.counters_markdown()
@@ -373,7 +351,6 @@ class OperatorConsoleNode(Node):
     def _set_overlay(self, on: bool) -> None:
         with self.lock:
             self.overlay_on = on
-        self.wake.trigger()
 
     def _call(self, name: str, client, request, describe) -> None:
         """One call per control in flight; the answer (or why there is none) goes on the page."""
@@ -409,7 +386,37 @@ class OperatorConsoleNode(Node):
     def destroy_node(self):
         """Stop serving before the node goes away (the web server's thread calls into it)."""
         self.page.stop()
+        self._drop_viewer()
         super().destroy_node()
+
+
+def make_viewer(console: OperatorConsoleNode) -> Node:
+    """The console's subscriptions and page refresh, as a node of their own: made when the first
+    browser connects, removed from the executor and destroyed when the last one leaves.
+
+    A separate node because rclpy's EventsExecutor (the shared node runner's) keeps serving a
+    destroyed subscription or a cancelled timer of a node it spins, but stops all of a removed
+    node's. It takes no command-line arguments: the launcher's ``__node:=`` would rename it.
+    """
+    viewer = Node(f"{console.get_name()}_viewer", namespace=console.get_namespace(), context=console.context,
+                  use_global_arguments=False, start_parameter_services=False)
+
+    def subscribe(msg_type, topic: str, callback, qos: QoSProfile, raw: bool = False) -> None:
+        """``raw``: the callback gets the CDR bytes; high-rate and large streams are decoded only
+        when the page shows them (5-15 times a second), not at their publishing rate."""
+        viewer.create_subscription(msg_type, topic, callback, qos, raw=raw)
+
+    for topic in console.frames:  # the other source is chosen by the mode when shown
+        subscribe(Image, topic, lambda raw, t=topic: console._on_frame(console.frames[t], raw), CAMERA_QOS, raw=True)
+    subscribe(String, "/rynn/mode", console._on_mode, MODE_QOS)
+    subscribe(JointState, "/joint_states", console._on_measured, NEWEST, raw=True)
+    subscribe(JointState, "/rynn/command/joint_states", console._on_commanded, NEWEST, raw=True)
+    subscribe(BimanualSkeleton, "/rynn/operator/skeleton_camera", console._on_skeleton, NEWEST)
+    subscribe(TFMessage, "/tf", console._on_tf, REPORTS_QOS)
+    subscribe(TeleopStatus, "/rynn/status", console._on_status, REPORTS_QOS)
+    subscribe(DiagnosticArray, "/diagnostics", console._on_diagnostics, REPORTS_QOS)
+    viewer.create_timer(console.camera_pacer.period, console._refresh)
+    return viewer
 
 
 def _level(level) -> int:
@@ -424,12 +431,7 @@ def _stream_caption(reading) -> str:
 
 
 def main(args=None) -> None:
-    # Two threads: rclpy's Python executor, which honours what the console does at run time
-    # (guard conditions, subscriptions made and destroyed as browsers come and go, timers
-    # cancelled); the node's one mutually exclusive callback group still runs its callbacks
-    # one at a time. rclpy's EventsExecutor (threads=1) has no guard conditions and kept
-    # delivering to a destroyed subscription and a cancelled timer here (rclpy Jazzy).
-    run_node(OperatorConsoleNode, args, threads=2)
+    run_node(OperatorConsoleNode, args)
 
 
 if __name__ == "__main__":
