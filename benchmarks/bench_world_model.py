@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""World-model latency benchmark (issue 5): prints one table per question, side by side in one run.
+"""World-model latency benchmark (issues 5, 12): prints one table per question, side by side in one run.
 
-Random weights (the speed of a config does not depend on its values). Usage:
+Random weights (the speed of a config does not depend on its values); the kernel comparison's
+output difference uses the packaged checkpoint when there is one. Usage:
     .venv/bin/python benchmarks/bench_world_model.py [--config embedded_cpu] [--threads N] [--quick]
 """
 
@@ -13,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import cv2
 import numpy as np
 import torch
 from diffusers.utils import logging as diffusers_logging
@@ -21,7 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src" / "rynn_world
 
 from rynn_world.model.configs import get_config  # noqa: E402
 from rynn_world.model.teacher import generate_bidirectional  # noqa: E402
-from rynn_world.model.vae import StreamingVAEDecoder  # noqa: E402
+from rynn_world.checkpoints import packaged_checkpoint  # noqa: E402
+from rynn_world.model.vae import StreamingVAEDecoder, use_vae_kernels  # noqa: E402
+from rynn_world.nodes.model_loading import load_streaming_model  # noqa: E402
 from rynn_world.skeleton import CameraIntrinsics, SkeletonRenderer  # noqa: E402
 from rynn_world.streaming import STAGES, StreamingWorldModel  # noqa: E402
 
@@ -42,18 +46,83 @@ def intrinsics_for(height: int, width: int) -> CameraIntrinsics:
     return CameraIntrinsics(fx=0.9 * width, fy=0.9 * width, cx=width / 2, cy=height / 2, width=width, height=height)
 
 
-def stream_stage_ms(config, warmup: int, steps: int) -> tuple[dict, StreamingWorldModel]:
-    model = StreamingWorldModel(config, intrinsics=intrinsics_for(config.height, config.width), seed=0)
+def stream_stage_ms(config, warmup: int, steps: int, vae_kernels: str = "reference",
+                    prepare=lambda model: None, context=torch.no_grad) -> tuple[dict, StreamingWorldModel]:
+    model = StreamingWorldModel(config, intrinsics=intrinsics_for(config.height, config.width), seed=0,
+                                vae_kernels=vae_kernels)
+    prepare(model)
+    return run_stream(model, warmup, steps, context), model
+
+
+def run_stream(model: StreamingWorldModel, warmup: int, steps: int, context=torch.no_grad) -> dict:
+    config = model.config
     model.reset(np.full((config.height, config.width, 3), 100, dtype=np.uint8))
     hands = synthetic_hands(model.frames_per_step * (warmup + steps))
     n = model.frames_per_step
-    for i in range(warmup + steps):
-        if i == warmup:
-            model.timings = type(model.timings)()
-        for j in range(n):
-            model.push_skeleton(hands[i * n + j], stamp=(i * n + j) / config.fps)
-        model.step()
-    return model.timings.per_frame_ms(), model
+    with context():
+        for i in range(warmup + steps):
+            if i == warmup:
+                model.timings = type(model.timings)()
+            for j in range(n):
+                model.push_skeleton(hands[i * n + j], stamp=(i * n + j) / config.fps)
+            model.step()
+    return model.timings.per_frame_ms()
+
+
+def vae_weights_channels_last(model: StreamingWorldModel) -> None:
+    for module in model.vae.modules():
+        if isinstance(module, torch.nn.Conv3d):
+            module.weight.data = module.weight.data.contiguous(memory_format=torch.channels_last_3d)
+
+
+def serving_options(config, threads: int, steps: int) -> None:
+    """Before (diffusers' VAE kernels, torch's default threads) vs each option, same run."""
+    variants = [
+        ("before: reference kernels", "reference", threads, {}),
+        ("reference, 1 thread", "reference", 1, {}),
+        ("reference, channels_last_3d", "reference", 1, dict(prepare=vae_weights_channels_last)),
+        ("reference, inference_mode", "reference", 1, dict(context=torch.inference_mode)),
+        (f"onednn, {threads} threads", "onednn", threads, {}),
+        ("after: onednn, 1 thread (node)", "onednn", 1, {}),
+    ]
+    print(f"{'variant':<34}{'threads':>8}{'render':>8}{'encode':>8}{'DiT':>8}{'decode':>8}{'total':>8}{'FPS':>7}")
+    for name, kernels, n_threads, options in variants:
+        torch.set_num_threads(n_threads)
+        ms = stream_stage_ms(config, warmup=2, steps=steps, vae_kernels=kernels, **options)[0]
+        print(f"{name:<34}{n_threads:>8}{ms['render']:>8.2f}{ms['encode']:>8.2f}{ms['dit']:>8.2f}{ms['decode']:>8.2f}"
+              f"{ms['total']:>8.2f}{1000.0 / ms['total']:>7.1f}")
+    torch.set_num_threads(threads)
+    print("(ms per output video frame; the other processes of the graph share these cores)")
+
+
+def kernel_output_difference(config, steps: int) -> None:
+    """The same stream through both VAE kernel sets: largest uint8 difference of the frames."""
+    streams = []
+    for kernels in ("reference", "onednn"):
+        model, described = load_streaming_model(config, "", "cpu", seed=0, vae_kernels=kernels)
+        model.reset(np.full((config.height, config.width, 3), 100, dtype=np.uint8))
+        hands = synthetic_hands(model.frames_per_step * steps)
+        frames = []
+        for i, hand in enumerate(hands):
+            model.push_skeleton(hand, stamp=i / config.fps)
+            if (i + 1) % model.frames_per_step == 0:
+                frames.append(model.step())
+        streams.append(np.concatenate(frames).astype(np.int16))
+    diff = np.abs(streams[0] - streams[1])
+    weights = "packaged checkpoint" if packaged_checkpoint(config.name) else "random weights"
+    print(f"onednn vs reference VAE kernels, {len(diff)} frames ({weights}): max |diff| {diff.max()} "
+          f"(uint8), {100.0 * np.mean(diff > 0):.3f} % of values differ")
+
+
+def camera_size_conversion(config, frames: int = 200) -> None:
+    """Model frame -> 640x480 camera frame, per frame."""
+    image = np.random.default_rng(0).integers(0, 255, (config.height, config.width, 3), dtype=np.uint8)
+    for name, interpolation in (("INTER_LINEAR", cv2.INTER_LINEAR), ("INTER_NEAREST", cv2.INTER_NEAREST)):
+        start = time.perf_counter()
+        for _ in range(frames):
+            np.ascontiguousarray(cv2.resize(image, (640, 480), interpolation=interpolation)).tobytes()
+        print(f"cv2.resize {name} {config.width}x{config.height} -> 640x480 + bytes: "
+              f"{1000 * (time.perf_counter() - start) / frames:.2f} ms/frame")
 
 
 def print_stage_table(rows):
@@ -151,14 +220,20 @@ def main():
           f"torch threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.2f}, "
           f"device cpu, dtype float32, config {config.name}")
 
-    print("\n== per output frame: causal streaming (4-step student) ==")
     steps = 4 if args.quick else 10
+    print("\n== serving options, before vs after (per output frame) ==")
+    serving_options(config, args.threads, steps)
+    kernel_output_difference(config, steps)
+    camera_size_conversion(config)
+
+    print("\n== per output frame: causal streaming (4-step student, the node's onednn kernels, "
+          f"{args.threads} threads) ==")
     rows = []
-    native, model = stream_stage_ms(config, warmup=2, steps=steps)
+    native, model = stream_stage_ms(config, warmup=2, steps=steps, vae_kernels="onednn")
     rows.append((config.name, (config.height, config.width), native))
     for h, w in ((96, 160), (64, 112)):
         proxy = dataclasses.replace(config, name=f"{config.name}@proxy", height=h, width=w)
-        rows.append(("reduced proxy", (h, w), stream_stage_ms(proxy, warmup=2, steps=steps)[0]))
+        rows.append(("reduced proxy", (h, w), stream_stage_ms(proxy, warmup=2, steps=steps, vae_kernels="onednn")[0]))
     print_stage_table(rows)
     assert set(STAGES) <= set(native)
 

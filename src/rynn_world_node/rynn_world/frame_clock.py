@@ -1,8 +1,9 @@
 """Resample irregularly arriving skeleton samples onto the model's fixed frame clock.
 
 Each model frame takes the newest sample stamped at or before its tick (faster input is thinned,
-slower input is held). If the model falls behind the input by more than a block, the clock jumps
-to the newest sample instead of replaying stale ones: the teleop loop always acts on the newest.
+slower input is held). If the block would end more than one frame period before the newest
+sample, the clock jumps so the block ends on the newest sample instead of replaying stale ones
+(``last_skipped`` says how many ticks were skipped): the teleop loop always acts on the newest.
 """
 
 from collections import deque
@@ -16,11 +17,13 @@ class FrameClockResampler:
         self._samples: deque = deque(maxlen=max_samples)
         self._clock: float | None = None
         self.last_ticks: list[float] = []  # clock times of the frames the last take() returned
+        self.last_skipped = 0  # model frames the last take() skipped to catch up with the input
 
     def reset(self) -> None:
         self._samples.clear()
         self._clock = None
         self.last_ticks = []
+        self.last_skipped = 0
 
     def __len__(self) -> int:
         return len(self._samples)
@@ -50,6 +53,7 @@ class FrameClockResampler:
 
     def take(self, count: int) -> list | None:
         """The samples for the next `count` model frames, or None when nothing has arrived yet."""
+        self.last_skipped = 0
         if not self._samples:
             self.last_ticks = []
             return None
@@ -57,7 +61,9 @@ class FrameClockResampler:
         if self._clock is None:
             self._clock = self._samples[0][0]
         if newest - self._clock > count * self.period:  # behind: catch up so the block ends on the newest
-            self._clock = newest - (count - 1) * self.period
+            caught_up = newest - (count - 1) * self.period
+            self.last_skipped = int((caught_up - self._clock) / self.period + 1e-6)
+            self._clock = caught_up
         ticks = [self._clock + i * self.period for i in range(count)]
         self.last_ticks = ticks
         picked = [self._newest_at(t) for t in ticks]

@@ -19,7 +19,7 @@ from .image_input import to_model_rgb
 from .model.causal import CausalStudentSampler
 from .model.configs import WorldModelConfig
 from .model.transformer import RynnWorldTransformer
-from .model.vae import StreamingVAEDecoder, StreamingVAEEncoder, build_vae, rgb_to_tensor, tensor_to_rgb
+from .model.vae import StreamingVAEDecoder, StreamingVAEEncoder, build_vae, rgb_to_tensor, tensor_to_rgb, use_vae_kernels
 from .skeleton import CameraIntrinsics, SkeletonRenderer, SkeletonStyle
 
 STAGES = ("render", "encode", "dit", "decode", "total")
@@ -54,8 +54,12 @@ class StreamingWorldModel:
         dtype=torch.float32,
         seed: int = 0,
         reanchor_every: int | None = None,
+        vae_kernels: str = "reference",
     ):
-        """Random weights are used when no transformer / vae is given (tests, benchmarks)."""
+        """Random weights are used when no transformer / vae is given (tests, benchmarks).
+
+        vae_kernels: "reference" (diffusers' kernels) or "onednn" (CPU float32 only: ~4x faster
+        VAE, outputs within float rounding; see model.vae.use_vae_kernels and the benchmark)."""
         self.config = config
         self.device = torch.device(device) if device is not None else torch.device("cpu")
         self.dtype = dtype
@@ -63,7 +67,7 @@ class StreamingWorldModel:
         if transformer is None:
             transformer = RynnWorldTransformer(**config.transformer, null_text_tokens=config.null_text_tokens)
         self.transformer = _placed(transformer, self.device, dtype)
-        self.vae = _placed(build_vae(config.vae) if vae is None else vae, self.device, dtype)
+        self.vae = use_vae_kernels(_placed(build_vae(config.vae) if vae is None else vae, self.device, dtype), vae_kernels)
         self.renderer = None if intrinsics is None else SkeletonRenderer(intrinsics.scaled(config.width, config.height), style)
         self.text_embeds = None if text_embeds is None else text_embeds.to(self.device, dtype)
         self.frames_per_step = config.temporal_compression * config.block_frames
@@ -84,18 +88,24 @@ class StreamingWorldModel:
         self._null_skeleton = np.zeros((config.height, config.width, 3), dtype=np.uint8)
         self._render_buffer = np.zeros((1, config.height, config.width, 3), dtype=np.uint8)
         self._last_frame: np.ndarray | None = None
-        self._frames_since_anchor = 0
+        self._chunk_frames = 0
         self._ready = False
         self.last_stamps: list[float] = []
+        self.skipped_frames = 0
 
     # ---- stream control ---------------------------------------------------------------------
 
-    def reset(self, reference_rgb, keep_clock: bool = False) -> None:
-        """Start (or re-anchor) a stream on a reference image (any size; gray/RGBA converted).
+    def reset(self, reference_rgb=None, keep_clock: bool = False) -> None:
+        """Start (or re-anchor) a stream on a reference image (any size; gray/RGBA converted);
+        None re-anchors on the last generated frame.
 
         keep_clock: re-anchor mid-stream; the skeleton clock and queued samples carry on, so
         frame times stay continuous across the anchor.
         """
+        if reference_rgb is None:
+            if self._last_frame is None:
+                raise RuntimeError("no frame to re-anchor on yet: pass a reference image")
+            reference_rgb = self._last_frame
         image = to_model_rgb(reference_rgb, self.config.height, self.config.width, "reference image")
         self.encoder.reset()
         self.decoder.reset()
@@ -108,8 +118,39 @@ class StreamingWorldModel:
             self.decoder.push(ref_latent)  # primes the causal decoder with the reference frame
         self.timings = StageTimings()
         self._last_frame = image
-        self._frames_since_anchor = 0
+        self._chunk_frames = 1  # the reference is frame 0 of the chunk
         self._ready = True
+
+    @property
+    def reanchor_every(self) -> int | None:
+        """Chunk length in frames, the reference included (None: never re-anchor by itself)."""
+        return self._reanchor_every
+
+    @reanchor_every.setter
+    def reanchor_every(self, frames: int | None) -> None:
+        if frames is not None and frames < 1 + self.frames_per_step:
+            raise ValueError(f"reanchor_every must hold the reference and one block ({1 + self.frames_per_step} frames), got {frames}")
+        self._reanchor_every = frames
+
+    @property
+    def reanchor_due(self) -> bool:
+        """True when the next step would make the chunk (reference + generated frames) longer than
+        ``reanchor_every``: 81 gives the paper's segments, the reference + 20 blocks of 4 frames."""
+        return self.reanchor_every is not None and self._chunk_frames + self.frames_per_step > self.reanchor_every
+
+    @property
+    def last_frame(self) -> np.ndarray | None:
+        """The newest frame of the stream (the reference right after a reset), HxWx3 uint8."""
+        return self._last_frame
+
+    @property
+    def newest_skeleton_stamp(self) -> float | None:
+        return self.resampler.newest_stamp
+
+    def next_block_end(self) -> float | None:
+        """The time the next step's last frame will represent (None before any skeleton); a live
+        caller steps once a skeleton this new has arrived, so no frame claims a future time."""
+        return self.resampler.next_block_end(self.frames_per_step)
 
     def push_skeleton(self, skeleton, stamp: float | None = None, forearms=None, valid=None) -> None:
         """Queue one skeleton sample: (2, 21, 3) camera-frame joints or an already rendered HxWx3 image.
@@ -131,15 +172,17 @@ class StreamingWorldModel:
         """Generate the next 4 * block_frames video frames, (n, H, W, 3) uint8 RGB.
 
         ``last_stamps`` then holds the time each frame represents (its skeleton's clock
-        tick, on the stamps' clock), or is empty when no skeleton had arrived (null action).
+        tick, on the stamps' clock), or is empty when no skeleton had arrived (null action);
+        ``skipped_frames`` the ticks the clock skipped to catch up with the newest skeleton.
         """
         if not self._ready:
             raise RuntimeError("StreamingWorldModel.reset(reference_rgb) must be called before step()")
-        if self.reanchor_every is not None and self._frames_since_anchor >= self.reanchor_every:
-            self.reset(self._last_frame, keep_clock=True)
+        if self.reanchor_due:
+            self.reset(keep_clock=True)
         start = time.perf_counter()
         skeletons = self._render(self.resampler.take(self.frames_per_step))
         self.last_stamps = list(self.resampler.last_ticks)
+        self.skipped_frames = self.resampler.last_skipped
         t_render = time.perf_counter()
         with torch.no_grad():
             control = self.encoder.push(rgb_to_tensor(skeletons, self.device, self.dtype))
@@ -153,7 +196,7 @@ class StreamingWorldModel:
         for stage, seconds in zip(STAGES, (t_render - start, t_encode - t_render, t_dit - t_encode, t_end - t_dit, t_end - start)):
             self.timings.record(stage, seconds)
         self.timings.frames += frames.shape[0]
-        self._frames_since_anchor += frames.shape[0]
+        self._chunk_frames += frames.shape[0]
         self._last_frame = frames[-1]
         return frames
 

@@ -103,3 +103,20 @@ def test_bidirectional_teacher_keeps_reference_frame(model):
         out = generate_bidirectional(model.transformer, ref, None, num_frames=3, num_steps=2, sampler=sampler, generator=g)
         assert out.shape == (1, CFG.latent_channels, 3, 8, 8) and torch.isfinite(out).all()
         torch.testing.assert_close(out[:, :, :1], ref)
+
+
+def test_reanchor_on_the_last_frame_and_chunk_length_checks():
+    m = StreamingWorldModel(CFG, intrinsics=K, reanchor_every=9)
+    with pytest.raises(RuntimeError, match="re-anchor"):
+        m.reset()  # nothing generated yet
+    m.reset(np.full((64, 64, 3), 90, dtype=np.uint8))
+    m.push_skeleton(_hands(), stamp=0.0)
+    m.step()
+    assert not m.reanchor_due  # reference + 4 frames; one more block fits in 9
+    last = m.step()[-1]
+    assert m.reanchor_due
+    m.reset(keep_clock=True)
+    np.testing.assert_array_equal(m.last_frame, last)
+    assert not m.reanchor_due
+    with pytest.raises(ValueError, match="reanchor_every"):
+        m.reanchor_every = 4  # cannot hold the reference and one block

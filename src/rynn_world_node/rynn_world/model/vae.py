@@ -10,8 +10,9 @@ latents_mean / latents_std, which is the space the DiT works in.
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from diffusers import AutoencoderKLWan
-from diffusers.models.autoencoders.autoencoder_kl_wan import WanCausalConv3d, patchify, unpatchify
+from diffusers.models.autoencoders.autoencoder_kl_wan import WanCausalConv3d, WanRMS_norm, patchify, unpatchify
 
 
 def build_vae(vae_config: dict, device=None, dtype=torch.float32) -> AutoencoderKLWan:
@@ -28,6 +29,54 @@ def _latent_norm(vae: AutoencoderKLWan, device, dtype) -> tuple[torch.Tensor, to
 
 def _count_causal_convs(module: torch.nn.Module) -> int:
     return sum(isinstance(m, WanCausalConv3d) for m in module.modules())
+
+
+class _OneDNNCausalConv3d(WanCausalConv3d):
+    """WanCausalConv3d calling oneDNN's convolution directly, spatial zero padding folded into it.
+
+    For batch-1 video with few channels PyTorch's dispatch heuristic picks the vol2col
+    ("slow_conv3d") kernel, 3-5x slower on CPU than oneDNN for these shapes; same weights, same
+    maths, float rounding differs (~1e-5)."""
+
+    def forward(self, x, cache_x=None) -> torch.Tensor:
+        time_pad = self._padding[4]
+        if cache_x is not None and time_pad > 0:
+            x = torch.cat([cache_x.to(x.device), x], dim=2)
+            time_pad -= cache_x.shape[2]
+        if time_pad > 0:
+            x = F.pad(x, (0, 0, 0, 0, time_pad, 0))
+        spatial = (0, self._padding[2], self._padding[0])
+        return torch.ops.aten.mkldnn_convolution(x, self.weight, self.bias, spatial, self.stride, self.dilation, self.groups)
+
+
+class _FusedRMSNorm(WanRMS_norm):
+    """WanRMS_norm as x * rsqrt(sum x^2) (F.normalize over dim 1 of a 5-D tensor is a slow strided
+    reduction on CPU); equal to x / max(|x|, 1e-12) up to float rounding."""
+
+    def forward(self, x) -> torch.Tensor:
+        if not self.channel_first or x.dtype != torch.float32:
+            return super().forward(x)
+        inverse_norm = torch.rsqrt((x * x).sum(dim=1, keepdim=True).clamp_min(1e-24))
+        return x * inverse_norm * (self.scale * self.gamma) + self.bias
+
+
+VAE_KERNELS = ("reference", "onednn")
+
+
+def use_vae_kernels(vae: AutoencoderKLWan, kernels: str) -> AutoencoderKLWan:
+    """Switch the VAE's causal convolutions and RMS norms between diffusers' own ("reference")
+    and the CPU-fast versions above ("onednn", float32 on CPU only), in place; same weights."""
+    if kernels not in VAE_KERNELS:
+        raise ValueError(f"vae kernels must be one of {VAE_KERNELS}, got {kernels!r}")
+    if kernels == "onednn" and (vae.device.type != "cpu" or vae.dtype != torch.float32):
+        raise ValueError(f"onednn VAE kernels need float32 on the CPU, the VAE is {vae.dtype} on {vae.device}")
+    swaps = {WanCausalConv3d: _OneDNNCausalConv3d, WanRMS_norm: _FusedRMSNorm}
+    if kernels == "reference":
+        swaps = {fast: plain for plain, fast in swaps.items()}
+    for module in vae.modules():
+        if type(module) in swaps:
+            module.__class__ = swaps[type(module)]
+    return vae
 
 
 class StreamingVAEEncoder:

@@ -1,0 +1,306 @@
+"""LiveWorldSession: pacing, anchoring and frame scheduling of the live digital camera, without ROS.
+
+It drives one StreamingWorldModel (which owns the frame clock and the re-anchor schedule) from
+three kinds of callers:
+
+- input callbacks (mode, real camera frame, skeleton) hand over their newest input under a short
+  lock and return; they never wait for a generation step;
+- one generation thread calls ``run_once`` (anchor or step) and ``wait_for_input`` in a loop;
+- one publishing thread takes frames when due with ``wait_for_frame`` / ``pop_due``.
+
+Everything is timed on one injected clock, the clock of the skeleton stamps (the node passes its
+ROS clock, tests a fake one), so a frame's age is ``now - stamp``.
+
+Latest-wins, nothing queues: a real camera frame replaces the previous one unconverted (only the
+frame an anchor uses is converted); skeletons wait only until the next step, where the model's
+clock skips ahead to the newest one (skipped frames are counted, never generated); a new block
+replaces any frame of the previous block not yet published; a frame older than ``max_frame_age``
+when due is dropped. Drops are counted by reason in the shared PipelineStats.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from rynn_retarget.pipeline_stats import PipelineStats
+
+from .streaming import StreamingWorldModel
+
+IDLE_WAIT_S = 0.1  # how long the generation thread sleeps when nothing can happen without new input
+
+
+@dataclass(frozen=True)
+class SessionSettings:
+    reanchor_every: int = 81  # frames per chunk, the reference included (the paper's 81)
+    skeleton_timeout: float = 0.5  # [s] without a skeleton the stream holds the last one, paced by the clock
+    max_frame_age: float = 0.5  # [s] a frame older than this when due is dropped
+    publish_interval: float | None = None  # [s] between a block's frames; None: a quarter of a model period
+    follow_mode: bool = True  # False: always digital
+
+
+@dataclass(frozen=True)
+class LiveFrame:
+    image: np.ndarray  # (H, W, 3) uint8 at the model's size
+    stamp: float  # the time the frame represents (its skeleton's clock tick)
+    due: float  # when to publish it
+
+
+class LiveWorldSession:
+    def __init__(
+        self,
+        model: StreamingWorldModel,
+        stats: PipelineStats,
+        settings: SessionSettings = SessionSettings(),
+        clock: Callable[[], float] = time.time,
+        convert_real_frame: Callable[[Any], np.ndarray] = np.asarray,
+        file_reference: np.ndarray | None = None,
+        warn: Callable[[str], None] = lambda message: None,
+    ):
+        """convert_real_frame turns what ``offer_real_frame`` was given (e.g. a ROS Image) into RGB,
+        raising ValueError for a bad frame; it runs only for the frame an anchor uses. warn is
+        told about each counted bad input."""
+        self.model = model
+        self.stats = stats
+        self.settings = settings
+        self.clock = clock
+        self.convert_real_frame = convert_real_frame
+        self.file_reference = file_reference
+        self.warn = warn
+        model.reanchor_every = settings.reanchor_every
+        self.period = 1.0 / model.config.fps
+        self.block_period = model.frames_per_step * self.period
+        self.publish_interval = self.period / 4 if settings.publish_interval is None else settings.publish_interval
+
+        self._input = threading.Condition()  # guards everything the input callbacks touch
+        self._input_seq = 0  # bumped by every input, so the generation thread misses no wake-up
+        self._seen_seq = 0
+        self._mode: str | None = None if settings.follow_mode else "digital"
+        self._epoch = 0 if settings.follow_mode else 1  # +1 each time digital mode starts
+        self._real_frame: Any = None  # newest real camera frame, unconverted
+        self._skeletons: deque = deque(maxlen=64)  # drained at every run_once
+        self._skeleton_received = float("-inf")  # clock time of the newest skeleton
+
+        self._anchored_epoch = 0  # generation thread only
+        self._held_skeleton: tuple | None = None
+        self._next_paced_step = float("-inf")
+        self._converted_real: tuple[Any, np.ndarray] | None = None
+        self.failed: Exception | None = None
+
+        self._outbox_changed = threading.Condition()
+        self._outbox: deque[LiveFrame] = deque()
+        self._last_due = float("-inf")
+        self._last_published_stamp = float("-inf")
+
+    # ---- inputs (any thread; never wait for a step) -----------------------------------------
+
+    @property
+    def mode(self) -> str | None:
+        return self._mode
+
+    def set_mode(self, mode: str) -> bool:
+        """Follow the bridge's mode; True when it changed. Leaving digital drops unpublished frames."""
+        if not self.settings.follow_mode:
+            return False
+        with self._input:
+            changed = mode != self._mode
+            if changed and mode == "digital":
+                self._epoch += 1  # anchor anew on the current real scene
+            self._mode = mode
+            self._wake()
+        if mode != "digital":
+            self._clear_outbox("mode_changed")
+        return changed
+
+    def offer_real_frame(self, frame: Any) -> None:
+        with self._input:
+            self._real_frame = frame
+
+    def offer_skeleton(self, joints: np.ndarray, stamp: float, forearms=None, valid=None) -> None:
+        with self._input:
+            if len(self._skeletons) == self._skeletons.maxlen:
+                self.stats.drop("skeleton_overflow")
+            self._skeletons.append((joints, stamp, forearms, valid))
+            self._skeleton_received = self.clock()
+            self._wake()
+
+    def _wake(self) -> None:
+        self._input_seq += 1
+        self._input.notify_all()
+
+    # ---- generation thread ----------------------------------------------------------------
+
+    def wait_for_input(self, timeout: float) -> None:
+        """Sleep up to ``timeout`` seconds, waking early on any input since the last run_once."""
+        with self._input:
+            self._input.wait_for(lambda: self._input_seq != self._seen_seq, timeout=max(timeout, 0.0))
+
+    def run_once(self) -> float:
+        """Anchor or generate one block if it is time; returns seconds until it is worth calling
+        again (0: at once). A failing step sets ``failed``, reports a fault, stops the stream and
+        re-raises."""
+        if self.failed is not None:
+            return IDLE_WAIT_S
+        with self._input:
+            self._seen_seq = self._input_seq
+            active, epoch = self._mode == "digital", self._epoch
+            skeletons = list(self._skeletons)
+            self._skeletons.clear()
+            live = self.clock() - self._skeleton_received < self.settings.skeleton_timeout
+        if skeletons:
+            self._held_skeleton = skeletons[-1]
+        if not active:
+            return IDLE_WAIT_S
+        if epoch != self._anchored_epoch:
+            if not self._anchor(switch=True):
+                return IDLE_WAIT_S
+            self._anchored_epoch = epoch
+            if not skeletons and self._held_skeleton is not None:
+                skeletons = [self._held_skeleton]  # the anchor emptied the clock: start from the newest skeleton
+        elif self.model.reanchor_due:
+            self._anchor(switch=False)
+        self._push(skeletons)
+        wait = self._wait_before_step(live)
+        if wait > 0:
+            return wait
+        return self._step(epoch, live)
+
+    def _anchor(self, switch: bool) -> bool:
+        """Reset on the newest real frame; otherwise, on a switch, continue from the last generated
+        frame or the file reference, and periodically from the last generated frame."""
+        reference = self._newest_real_rgb()
+        if reference is None and switch:
+            reference = self.model.last_frame if self.model.last_frame is not None else self.file_reference
+            if reference is None:
+                self.stats.set_fault("no_reference", "no reference image: set reference_image or publish the real camera")
+                return False
+        self.stats.clear_fault("no_reference")
+        with self.stats.timed("reanchor"):
+            self.model.reset(reference, keep_clock=not switch)
+        return True
+
+    def _newest_real_rgb(self) -> np.ndarray | None:
+        with self._input:
+            raw = self._real_frame
+        if raw is None:
+            return None
+        if self._converted_real is not None and self._converted_real[0] is raw:
+            return self._converted_real[1]
+        try:
+            rgb = self.convert_real_frame(raw)
+        except ValueError as error:
+            self.stats.reject("real_image")
+            self.warn(f"ignoring a real camera frame: {error}")
+            with self._input:
+                if self._real_frame is raw:
+                    self._real_frame = None
+            return None
+        self._converted_real = (raw, rgb)
+        return rgb
+
+    def _push(self, skeletons) -> None:
+        for joints, stamp, forearms, valid in skeletons:
+            try:
+                self.model.push_skeleton(joints, stamp, forearms, valid)
+            except ValueError as error:  # stamps going backwards, wrong shapes
+                self.stats.drop("skeleton")
+                self.warn(f"dropped a skeleton: {error}")
+
+    def _wait_before_step(self, live: bool) -> float:
+        """Live: step once the skeletons have reached the block's last frame time. Silent: hold
+        the last skeleton and pace blocks by the clock, never in bursts."""
+        now = self.clock()
+        if live:
+            block_end, newest = self.model.next_block_end(), self.model.newest_skeleton_stamp
+            if block_end is None or block_end > newest:
+                return IDLE_WAIT_S  # the next skeleton wakes the thread
+            self._next_paced_step = now + self.block_period
+            return 0.0
+        if now < self._next_paced_step:
+            return self._next_paced_step - now
+        on_schedule = now - self._next_paced_step < self.block_period
+        self._next_paced_step = (self._next_paced_step if on_schedule else now) + self.block_period
+        return 0.0
+
+    def _step(self, epoch: int, live: bool) -> float:
+        try:
+            with self.stats.timed("step"):
+                frames = self.model.step()
+        except Exception as error:  # noqa: BLE001 - reported; the caller stops the stream
+            self.failed = error
+            self.stats.set_fault("generation", f"world model failed: {error}")
+            self._clear_outbox("generation_failed")
+            raise
+        for stage, seconds in self.model.timings.last.items():
+            self.stats.record(stage, seconds)
+        if self.model.skipped_frames:
+            self.stats.drop("behind_realtime", self.model.skipped_frames)
+        stamps = self.model.last_stamps
+        if not (live and stamps):  # null action or held skeleton: the frames show "now"
+            now = self.clock()
+            stamps = [now - (len(frames) - 1 - i) * self.period for i in range(len(frames))]
+        with self._input:
+            current = self._mode == "digital" and self._epoch == epoch
+        if not current:
+            self.stats.drop("mode_changed_during_step", len(frames))
+            return 0.0
+        self._schedule(frames, stamps)
+        return 0.0
+
+    # ---- publishing thread ----------------------------------------------------------------
+
+    def _schedule(self, frames: np.ndarray, stamps: list[float]) -> None:
+        now = self.clock()
+        with self._outbox_changed:
+            if self._outbox:
+                self.stats.drop("frame_superseded", len(self._outbox))
+                self._outbox.clear()
+            first = max(now, self._last_due + self.publish_interval)
+            self._outbox.extend(LiveFrame(frame, stamp, first + i * self.publish_interval)
+                                for i, (frame, stamp) in enumerate(zip(frames, stamps)))
+            self._outbox_changed.notify_all()
+
+    def _clear_outbox(self, reason: str) -> None:
+        with self._outbox_changed:
+            if self._outbox:
+                self.stats.drop(reason, len(self._outbox))
+                self._outbox.clear()
+            self._outbox_changed.notify_all()
+
+    def pop_due(self) -> LiveFrame | None:
+        """The next frame due now, or None; frames less than a model period after the last
+        published one (e.g. held-skeleton frames stamped "now" meeting the skeleton clock again),
+        or older than ``max_frame_age``, are dropped on the way."""
+        now = self.clock()
+        with self._outbox_changed:
+            while self._outbox and self._outbox[0].due <= now:
+                frame = self._outbox.popleft()
+                if frame.stamp < self._last_published_stamp + 0.99 * self.period:  # never faster than the model clock
+                    self.stats.drop("frame_not_newer")
+                    continue
+                if now - frame.stamp > self.settings.max_frame_age:
+                    self.stats.drop("frame_too_old")
+                    continue
+                self._last_due = frame.due
+                self._last_published_stamp = frame.stamp
+                self.stats.record("frame_age", now - frame.stamp)
+                return frame
+        return None
+
+    def wait_for_frame(self, timeout: float) -> LiveFrame | None:
+        """Block up to ``timeout`` seconds (real time) for a due frame."""
+        deadline = time.monotonic() + timeout
+        while True:
+            frame = self.pop_due()
+            remaining = deadline - time.monotonic()
+            if frame is not None or remaining <= 0:
+                return frame
+            with self._outbox_changed:
+                wait = remaining if not self._outbox else min(remaining, max(self._outbox[0].due - self.clock(), 0.0))
+                if wait > 0:
+                    self._outbox_changed.wait(wait)
