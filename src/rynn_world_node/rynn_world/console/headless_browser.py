@@ -34,6 +34,7 @@ def start_browser(url: str, window_size: tuple[int, int] = WINDOW_SIZE):
     try:
         driver.command_executor.client_config.timeout = COMMAND_TIMEOUT_S
         driver.set_page_load_timeout(COMMAND_TIMEOUT_S)
+        driver.set_script_timeout(COMMAND_TIMEOUT_S)
         driver.get(url)
     except Exception:
         driver.quit()

@@ -394,9 +394,10 @@ def make_viewer(console: OperatorConsoleNode) -> Node:
     """The console's subscriptions and page refresh, as a node of their own: made when the first
     browser connects, removed from the executor and destroyed when the last one leaves.
 
-    A separate node because rclpy's EventsExecutor (the shared node runner's) keeps serving a
-    destroyed subscription or a cancelled timer of a node it spins, but stops all of a removed
-    node's. It takes no command-line arguments: the launcher's ``__node:=`` would rename it.
+    A separate node so that this works on either executor the shared node runner may use:
+    rclpy's C++ EventsExecutor kept serving a destroyed subscription and a cancelled timer of a
+    node it spins (Jazzy, tried here), but stops all of a removed node's. It takes no
+    command-line arguments: the launcher's ``__node:=`` would rename it.
     """
     viewer = Node(f"{console.get_name()}_viewer", namespace=console.get_namespace(), context=console.context,
                   use_global_arguments=False, start_parameter_services=False)
