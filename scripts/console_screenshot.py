@@ -49,13 +49,15 @@ def main() -> None:
     log_dir = Path(tempfile.mkdtemp(prefix="console_screenshot_"))
     session = start_graph(["mode:=digital", *graph_arguments, "--set", "operator_console.skeleton_overlay=true"], log_dir)
     print(f"console at {session.url} (logs in {log_dir})")
-    driver = browser.start_browser(session.url)
+    driver = browser.start_browser(session.url, window_size=(1600, 1100))
     try:
         text = browser.page_text
         ready = browser.wait_for(lambda: "Mode: DIGITAL" in text(driver) and text(driver).count("FPS, frame age") >= 2, 600.0)
         if not ready:
             raise RuntimeError(f"the console never showed digital mode with both cameras:\n{text(driver)}")
         time.sleep(args.settle_s)  # let the health tables and the 3D view fill in: this is a picture, not a check
+        browser.dismiss_notifications(driver)  # e.g. headless Chromium's "software WebGL" notice
+        time.sleep(1.0)
         png = np.frombuffer(driver.get_screenshot_as_png(), dtype=np.uint8)
         rgb = cv2.cvtColor(cv2.imdecode(png, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
     finally:
