@@ -1,8 +1,14 @@
-"""Arm inverse kinematics exactly as the paper (App. 8), on a 7-DoF Pinocchio chain.
+"""Arm inverse kinematics as the paper (App. 8), on a 7-DoF Pinocchio chain, robust at the limits.
 
 Damped least squares with the SVD pseudo-inverse and adaptive damping
-lambda = lambda_min + 0.01 / (1 + sigma_max), a null-space shoulder prior from
-the upper-arm tracker, and a hard joint-limit clip after every step.
+lambda = lambda_min + 0.01 / (1 + sigma_max) and a null-space shoulder prior
+from the upper-arm tracker, as the paper. Where the paper clips to the joint
+limits after each step (a joint pinned at a limit then swallows its share of
+every step and the solve stalls), the limits here are inside the step: a
+clamping-aware DLS re-solves the error a limited joint leaves with the other
+joints, a joint closes only part of its distance to a limit per step, and a
+solve that stops making progress moves the joints pinned at a limit back to
+mid-range (escape) instead of needing random restarts. The best iterate is kept.
 """
 
 from __future__ import annotations
@@ -22,10 +28,14 @@ class ArmIkConfig:
     max_iterations: int = 30  # per solve; warm starts usually need 1-3
     position_tolerance: float = 1e-4  # m
     orientation_tolerance: float = 1e-3  # rad
-    max_step: float = 0.4  # rad, largest joint change in one DLS step (keeps far starts stable)
+    max_step: float = 0.8  # rad, largest joint change in one DLS step (keeps far starts stable)
     nullspace_weights: tuple = (0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0)  # paper: w = 0.5 on the shoulder
     nullspace_tolerance: float = 2e-3  # rad; the prior keeps iterating until its step is this small
     elbow_iterations: int = 3  # Gauss-Newton steps of the 3x2 shoulder partial IK
+    limit_gain: float = 0.5  # a step closes at most this fraction of a joint's distance to its limit
+    stall_ratio: float = 0.9  # progress = the error norm falling below this fraction of the last progress
+    escape_after: int = 3  # iterations without progress before joints pinned at a limit go to mid-range
+    pinned_margin: float = 0.05  # fraction of a joint's range from a limit that counts as pinned
     restarts: int = 0  # extra solves from seeded random joint configurations when one does not converge
     restart_seed: int = 0
     unreachable_position_error: float = 0.01  # m; a residual above this is reported unreachable
@@ -49,6 +59,32 @@ def damped_pseudo_inverse(jacobian: np.ndarray, lambda_min: float) -> np.ndarray
     return (vt.T * (sigma / (sigma**2 + damping**2))) @ u.T
 
 
+def bounded_damped_step(
+    jacobian: np.ndarray, error: np.ndarray, low: np.ndarray, high: np.ndarray, lambda_min: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """DLS step J#_lambda e with the joint limits inside the solve: low <= step <= high.
+
+    A joint whose step would cross its limit is held at the limit and the task
+    error it leaves is re-solved by the remaining joints (clamping loop), so a
+    joint pinned at a limit no longer swallows the step as clipping after the
+    step does; a pinned joint whose step points inwards is free again at once.
+    Returns the step, the mask of joints left free and their damped pseudo-inverse.
+    """
+    pinv = damped_pseudo_inverse(jacobian, lambda_min)
+    step = pinv @ error
+    crossing = (step > high) | (step < low)
+    free = ~crossing
+    while crossing.any():
+        step[crossing] = np.clip(step[crossing], low[crossing], high[crossing])
+        if not free.any():
+            return step, free, pinv[:0]
+        pinv = damped_pseudo_inverse(jacobian[:, free], lambda_min)
+        step[free] = pinv @ (error - jacobian[:, ~free] @ step[~free])
+        crossing = free & ((step > high) | (step < low))
+        free &= ~crossing
+    return step, free, pinv
+
+
 class ArmIkSolver:
     """DLS IK for one arm; ``solve`` is warm-started by the caller's ``q_start``."""
 
@@ -59,6 +95,8 @@ class ArmIkSolver:
         if self._weights.shape != (chain.model.nv,):
             raise ValueError(f"nullspace_weights needs {chain.model.nv} entries")
         self._identity = np.eye(chain.model.nv)
+        self._middle = 0.5 * (chain.lower + chain.upper)
+        self._pinned_margin = self.config.pinned_margin * (chain.upper - chain.lower)
         self._restart_rng = np.random.default_rng(self.config.restart_seed)
 
     def shoulder_reference(self, q: np.ndarray, elbow_target: np.ndarray) -> np.ndarray:
@@ -99,24 +137,45 @@ class ArmIkSolver:
         target_rotation, target_position = target[:3, :3], target[:3, 3]
         q_ref = self.shoulder_reference(q, elbow_target) if elbow_target is not None else None
         error = np.zeros(6)
+        best_q, best_error, best_norm = q, np.full(6, np.inf), np.inf
+        progress, stalled = np.inf, 0
         iterations = 0
         for iterations in range(1, cfg.max_iterations + 1):
             current, jacobian = chain.ee_jacobian(q)
             error[:3] = target_position - current.translation
             error[3:] = pin.log3(target_rotation @ current.rotation.T)
+            error_norm = np.sqrt(error @ error)
+            if error_norm < best_norm:
+                best_q, best_error, best_norm = q, error.copy(), error_norm
             task_done = (
                 np.linalg.norm(error[:3]) < cfg.position_tolerance
                 and np.linalg.norm(error[3:]) < cfg.orientation_tolerance
             )
-            pinv = damped_pseudo_inverse(jacobian, cfg.lambda_min)
-            step = pinv @ error
+            # Limits inside the step; a joint may close only part of its distance to a limit per step.
+            low, high = cfg.limit_gain * (chain.lower - q), cfg.limit_gain * (chain.upper - q)
+            step, free, pinv = bounded_damped_step(jacobian, error, low, high, cfg.lambda_min)
             if q_ref is not None:
-                posture = (self._identity - pinv @ jacobian) @ (self._weights * (q_ref - q))
-                step += posture
+                posture = np.zeros_like(q)
+                n_free = pinv.shape[0]
+                posture[free] = (self._identity[:n_free, :n_free] - pinv @ jacobian[:, free]) @ (
+                    self._weights[free] * (q_ref[free] - q[free])
+                )
+                step = np.clip(step + posture, low, high)
                 task_done = task_done and np.abs(posture).max() < cfg.nullspace_tolerance
             if task_done:
                 iterations -= 1
+                best_q, best_error = q, error.copy()
                 break
+            if error_norm < cfg.stall_ratio * progress:
+                progress, stalled = error_norm, 0
+            else:
+                stalled += 1
+            if stalled >= cfg.escape_after:
+                progress, stalled = np.inf, 0
+                pinned = np.minimum(q - chain.lower, chain.upper - q) < self._pinned_margin
+                if pinned.any():  # escape: pinned joints back to mid-range, the others keep their values
+                    q = np.where(pinned, self._middle, q)
+                    continue
             largest = np.abs(step).max()
             if largest > cfg.max_step:
                 step *= cfg.max_step / largest
@@ -125,10 +184,12 @@ class ArmIkSolver:
             current = pin.SE3(chain.ee_pose(q))
             error[:3] = target_position - current.translation
             error[3:] = pin.log3(target_rotation @ current.rotation.T)
-        position_error = float(np.linalg.norm(error[:3]))
-        orientation_error = float(np.linalg.norm(error[3:]))
+            if np.sqrt(error @ error) < best_norm:
+                best_q, best_error = q, error.copy()
+        position_error = float(np.linalg.norm(best_error[:3]))
+        orientation_error = float(np.linalg.norm(best_error[3:]))
         return IkResult(
-            q=q,
+            q=best_q.copy(),
             position_error=position_error,
             orientation_error=orientation_error,
             iterations=iterations,
