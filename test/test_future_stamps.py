@@ -99,13 +99,14 @@ def test_a_day_ahead_on_tf_and_hands_is_rejected_and_the_stream_keeps_flowing(ro
     leads = [(stamp - received) / 1e9 for stamp, received in skeletons]
     assert max(leads) < 1.0, f"a skeleton was stamped {max(leads):.1f} s ahead of its arrival"
 
-    # 3. The bad messages are counted by reason (and logged). Not necessarily all five: the node's
-    #    KEEP_LAST input queues (hands: 10) may replace one behind a burst of good samples when it
-    #    falls behind, but none of them got through (2.).
+    # 3. The bad messages that reached the node are counted by reason (and logged). Not necessarily
+    #    all ten: when the node falls seconds behind (load ~50 on two cores), its KEEP_LAST input
+    #    queues (/tf 100, hands 10) replace the oldest samples before it reads them; none got through (2.).
     keys = ("rejected.tf_future_stamp", "rejected.hands_future_stamp")
 
     def counted() -> bool:
-        return all(1 <= counters.get(key, 0) <= BAD_MESSAGES for key in keys)
+        counts = [counters.get(key, 0) for key in keys]
+        return sum(counts) >= 1 and max(counts) <= BAD_MESSAGES
 
     assert wait_until(counted, 30.0, spin=ros_node.spin_once), {key: counters.get(key) for key in keys}
     assert "ahead of this node's clock" in read_log(procs[2]), read_log(procs[2])
