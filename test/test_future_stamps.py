@@ -15,7 +15,7 @@ import copy
 import pytest
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from ros_test_tools import read_log, wait_until
+from ros_test_tools import read_log, wait_until, watch_reject_counters
 
 pytestmark = pytest.mark.ros
 
@@ -38,7 +38,6 @@ def shifted(stamp, offset_ns: int):
 
 
 def test_a_day_ahead_on_tf_and_hands_is_rejected_and_the_stream_keeps_flowing(ros_node, start_process):
-    from diagnostic_msgs.msg import DiagnosticArray
     from rynn_teleop_msgs.msg import BimanualSkeleton
     from tf2_msgs.msg import TFMessage
 
@@ -52,7 +51,6 @@ def test_a_day_ahead_on_tf_and_hands_is_rejected_and_the_stream_keeps_flowing(ro
 
     skeletons: list[tuple[int, int]] = []  # (stamp, received) in ns
     latest: dict[str, object] = {}
-    counters: dict[str, int] = {}
     ros_node.create_subscription(
         BimanualSkeleton, "/rynn/operator/skeleton_camera",
         lambda m: skeletons.append((stamp_ns(m.header.stamp), now_ns())), RELIABLE,
@@ -60,12 +58,7 @@ def test_a_day_ahead_on_tf_and_hands_is_rejected_and_the_stream_keeps_flowing(ro
     ros_node.create_subscription(TFMessage, "/tf", lambda m: latest.__setitem__("tf", m), RELIABLE)
     ros_node.create_subscription(BimanualSkeleton, "/rynn/operator/hands", lambda m: latest.__setitem__("hands", m), RELIABLE)
 
-    def on_diagnostics(msg: DiagnosticArray) -> None:
-        for status in msg.status:
-            if status.name.startswith("retarget_node"):
-                counters.update({kv.key: int(kv.value) for kv in status.values if kv.key.split(".")[0] in ("rejected", "dropped")})
-
-    ros_node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, RELIABLE)
+    counters = watch_reject_counters(ros_node, "retarget_node", RELIABLE)
     tf_pub = ros_node.create_publisher(TFMessage, "/tf", RELIABLE)
     hands_pub = ros_node.create_publisher(BimanualSkeleton, "/rynn/operator/hands", RELIABLE)
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from ros_test_tools import read_log, wait_until
+from ros_test_tools import read_log, wait_until, watch_reject_counters
 
 pytestmark = pytest.mark.ros
 
@@ -148,7 +148,6 @@ def test_bad_operator_input_is_counted_and_never_reaches_the_command(ros_node, s
     """NaN trackers, garbage hands and out-of-order samples: counted in /rynn/status,
     the node keeps publishing finite commands, and calibration still works afterwards."""
     from builtin_interfaces.msg import Time
-    from diagnostic_msgs.msg import DiagnosticArray
     from geometry_msgs.msg import TransformStamped
     from rynn_teleop_msgs.msg import BimanualSkeleton, RobotAction
     from std_srvs.srv import Trigger
@@ -160,15 +159,10 @@ def test_bad_operator_input_is_counted_and_never_reaches_the_command(ros_node, s
         "retarget",
     )
     tracker = start_process(["-m", "rynn_retarget.nodes.tracker_node", "--ros-args", *SOURCE_ARGS], "tracker")
-    actions, reasons = [], {}
+    actions = []
     ros_node.create_subscription(RobotAction, "/rynn/action", lambda m: actions.append(np.array(m.positions)), RELIABLE)
 
-    def on_diagnostics(msg):
-        for status in msg.status:
-            if status.name.startswith("retarget_node"):
-                reasons.update({kv.key: int(kv.value) for kv in status.values if kv.key.split(".")[0] in ("rejected", "dropped")})
-
-    ros_node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, RELIABLE)
+    reasons = watch_reject_counters(ros_node, "retarget_node", RELIABLE)
     tf_pub = ros_node.create_publisher(TFMessage, "/tf", RELIABLE)
     hands_pub = ros_node.create_publisher(BimanualSkeleton, "/rynn/operator/hands", RELIABLE)
     assert wait_until(lambda: len(actions) > 50, 60.0, spin=ros_node.spin_once), read_log(retarget)

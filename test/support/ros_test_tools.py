@@ -83,3 +83,19 @@ def wait_for_log(proc, pattern: str, timeout: float = STARTUP_TIMEOUT_S) -> bool
 def read_log(proc) -> str:
     """Everything a process started by the ``start_process`` fixture printed so far."""
     return Path(proc.log_path).read_text()  # type: ignore[attr-defined]
+
+
+def watch_reject_counters(ros_node, node_name: str, qos) -> dict[str, int]:
+    """Subscribe ``ros_node`` to /diagnostics; the returned dict keeps ``node_name``'s newest
+    ``rejected.*`` and ``dropped.*`` counters (how the nodes report bad input)."""
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    counters: dict[str, int] = {}
+
+    def on_diagnostics(msg: DiagnosticArray) -> None:
+        for status in msg.status:
+            if status.name.startswith(node_name):
+                counters.update({kv.key: int(kv.value) for kv in status.values if kv.key.split(".")[0] in ("rejected", "dropped")})
+
+    ros_node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, qos)
+    return counters
