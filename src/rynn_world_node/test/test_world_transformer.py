@@ -103,7 +103,7 @@ def test_streaming_equals_full_sequence_block_causal_forward(block_frames):
     latents, control, text = _inputs(frames)
     timesteps = torch.rand(2, frames, generator=torch.Generator().manual_seed(4)) * 1000
     timesteps[:, 0] = 0.0
-    mask = block_causal_mask(frames, TOKENS_PER_FRAME, block_frames, window)
+    mask = block_causal_mask(frames, TOKENS_PER_FRAME, block_frames)
     full = model(latents, timesteps, control=control, text_embeds=text, attention_mask=mask)
     bidirectional = model(latents, timesteps, control=control, text_embeds=text)
     assert (full - bidirectional)[:, :, :-block_frames].abs().max() > 1e-3, "the mask must matter"

@@ -46,14 +46,13 @@ def frame_block_ids(num_frames: int, block_frames: int, device=None) -> torch.Te
     return torch.where(frames == 0, 0, 1 + (frames - 1) // block_frames)
 
 
-def block_causal_mask(
-    num_frames: int, tokens_per_frame: int, block_frames: int = 1, window_blocks: int | None = None, device=None
-) -> torch.Tensor:
-    """Boolean (N, N) mask, True = may attend: a block sees the reference block, itself and the
-    earlier blocks (only the last `window_blocks` of them when a window is given)."""
+def block_causal_mask(num_frames: int, tokens_per_frame: int, block_frames: int = 1, device=None) -> torch.Tensor:
+    """Boolean (N, N) mask, True = may attend: a block sees the reference block, itself and every
+    earlier block, at the absolute positions of a full-sequence forward.
+
+    That is the streaming student's context only while the stream fits in its window; the
+    windowed context at re-indexed positions has one rule, kv_cache.stream_frame_positions with
+    window_blocks_seen, used by both caches and by training.causal.teacher_forcing_layout.
+    """
     blocks = frame_block_ids(num_frames, block_frames, device).repeat_interleave(tokens_per_frame)
-    q, k = blocks[:, None], blocks[None, :]
-    allowed = k <= q
-    if window_blocks is not None:
-        allowed &= (k == 0) | (q - k <= window_blocks)
-    return allowed
+    return blocks[None, :] <= blocks[:, None]

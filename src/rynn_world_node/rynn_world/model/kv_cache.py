@@ -38,7 +38,41 @@ def stream_frame_positions(filled_blocks: int, block_frames: int, current_frames
     return current, torch.cat([current, torch.zeros(1, dtype=torch.long), window])
 
 
-class RollingKVCache:
+class StreamCacheLayout:
+    """What both caches share: the block geometry and the positions of the current block and of
+    the attended prefix, all from stream_frame_positions. Subclasses keep the keys/values and
+    say `has_sink` and `filled_blocks` (window blocks held)."""
+
+    has_sink: bool
+    filled_blocks: int
+
+    def __init__(self, tokens_per_frame: int, block_frames: int, window_blocks: int):
+        if block_frames < 1 or window_blocks < 1:
+            raise ValueError(f"block_frames and window_blocks must be >= 1, got {block_frames}, {window_blocks}")
+        self.tokens_per_frame = tokens_per_frame
+        self.block_frames = block_frames
+        self.window_blocks = window_blocks
+        self.block_tokens = block_frames * tokens_per_frame
+
+    def current_positions(self, num_frames: int | None = None) -> torch.Tensor:
+        """Frame positions of the block being generated."""
+        num_frames = self.block_frames if num_frames is None else num_frames
+        return stream_frame_positions(self.filled_blocks, self.block_frames, num_frames, self.has_sink)[0]
+
+    def attended_tokens(self, current_tokens: int) -> int:
+        """Length of the contiguous prefix the current block attends to."""
+        if not self.has_sink:
+            return current_tokens
+        return self.block_tokens + self.tokens_per_frame + self.filled_blocks * self.block_tokens
+
+    def key_frame_positions(self, current_frames: int) -> torch.Tensor:
+        """Frame position of every key in the attended prefix, window in age order."""
+        if self.has_sink and current_frames != self.block_frames:
+            raise ValueError(f"after the reference, blocks must have {self.block_frames} latent frames, got {current_frames}")
+        return stream_frame_positions(self.filled_blocks, self.block_frames, current_frames, self.has_sink)[1]
+
+
+class RollingKVCache(StreamCacheLayout):
     """Pre-allocated once; `storage` never changes size or address over a stream."""
 
     def __init__(
@@ -53,12 +87,7 @@ class RollingKVCache:
         device=None,
         dtype=torch.float32,
     ):
-        if block_frames < 1 or window_blocks < 1:
-            raise ValueError(f"block_frames and window_blocks must be >= 1, got {block_frames}, {window_blocks}")
-        self.tokens_per_frame = tokens_per_frame
-        self.block_frames = block_frames
-        self.window_blocks = window_blocks
-        self.block_tokens = block_frames * tokens_per_frame
+        super().__init__(tokens_per_frame, block_frames, window_blocks)
         self.capacity = self.block_tokens + tokens_per_frame + window_blocks * self.block_tokens
         self.storage = torch.zeros(num_layers, 2, batch_size, self.capacity, heads, head_dim, device=device, dtype=dtype)
         self.reset()
@@ -73,20 +102,9 @@ class RollingKVCache:
         self.filled_blocks = 0
         self.next_slot = 0  # ring slot the next committed block goes to (the oldest once full)
 
-    def current_positions(self, num_frames: int | None = None) -> torch.Tensor:
-        """Frame positions of the block being generated."""
-        num_frames = self.block_frames if num_frames is None else num_frames
-        return stream_frame_positions(self.filled_blocks, self.block_frames, num_frames, self.has_sink)[0]
-
-    def attended_tokens(self, current_tokens: int) -> int:
-        """Length of the contiguous prefix the current block attends to."""
-        if not self.has_sink:
-            return current_tokens
-        return self.block_tokens + self.tokens_per_frame + self.filled_blocks * self.block_tokens
-
     def key_frame_positions(self, current_frames: int) -> torch.Tensor:
-        """Frame position of every frame in the attended prefix, in storage order."""
-        keys = _checked_key_positions(self, current_frames)
+        """Frame position of every frame in the attended prefix, in storage (ring slot) order."""
+        keys = super().key_frame_positions(current_frames)
         if not self.has_sink:
             return keys
         # the ring holds the window in slot order; positions are given by age (oldest first)
@@ -117,7 +135,7 @@ class RollingKVCache:
         self.filled_blocks = min(self.filled_blocks + 1, self.window_blocks)
 
 
-class TrainingKVCache:
+class TrainingKVCache(StreamCacheLayout):
     """The RollingKVCache contract without in-place writes, for training rollouts with gradients.
 
     Committed keys/values stay autograd-connected to the blocks that produced them, so a loss on
@@ -127,13 +145,8 @@ class TrainingKVCache:
     """
 
     def __init__(self, num_layers: int, tokens_per_frame: int, block_frames: int, window_blocks: int):
-        if block_frames < 1 or window_blocks < 1:
-            raise ValueError(f"block_frames and window_blocks must be >= 1, got {block_frames}, {window_blocks}")
+        super().__init__(tokens_per_frame, block_frames, window_blocks)
         self.num_layers = num_layers
-        self.tokens_per_frame = tokens_per_frame
-        self.block_frames = block_frames
-        self.window_blocks = window_blocks
-        self.block_tokens = block_frames * tokens_per_frame
         self.reset()
 
     def reset(self) -> None:
@@ -148,18 +161,6 @@ class TrainingKVCache:
     @property
     def filled_blocks(self) -> int:
         return len(self.window)
-
-    def current_positions(self, num_frames: int | None = None) -> torch.Tensor:
-        num_frames = self.block_frames if num_frames is None else num_frames
-        return stream_frame_positions(self.filled_blocks, self.block_frames, num_frames, self.has_sink)[0]
-
-    def attended_tokens(self, current_tokens: int) -> int:
-        if not self.has_sink:
-            return current_tokens
-        return self.block_tokens + self.tokens_per_frame + self.filled_blocks * self.block_tokens
-
-    def key_frame_positions(self, current_frames: int) -> torch.Tensor:
-        return _checked_key_positions(self, current_frames)  # the window is kept oldest first
 
     def write_current(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> None:
         self._current[layer] = (k, v)
@@ -180,9 +181,3 @@ class TrainingKVCache:
         if len(self.window) > self.window_blocks:
             self.window.pop(0)
 
-
-def _checked_key_positions(cache, current_frames: int) -> torch.Tensor:
-    """stream_frame_positions' keys for a cache's state, window in age order."""
-    if cache.has_sink and current_frames != cache.block_frames:
-        raise ValueError(f"after the reference, blocks must have {cache.block_frames} latent frames, got {current_frames}")
-    return stream_frame_positions(cache.filled_blocks, cache.block_frames, current_frames, cache.has_sink)[1]
