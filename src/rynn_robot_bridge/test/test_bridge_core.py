@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from rynn_retarget.action_layout import ACTION_DIM, LEFT_ARM, joint_names
+from rynn_retarget.description import resolve_urdf_path
 from rynn_robot_bridge.bridge.camera_router import CameraRouter, FrameFormat, Routed
 from rynn_robot_bridge.bridge.command_limiter import ActionInbox, CommandLimiter
 from rynn_robot_bridge.bridge.commander import Phase, RobotCommander
@@ -139,6 +140,18 @@ def test_joint_limits_come_from_the_urdf(limits):
     i = names.index("left_arm_joint2")
     assert (limits.lower[i], limits.upper[i]) == (-0.35, 2.6)
     assert limits.lower.shape == limits.upper.shape == limits.velocity.shape == (ACTION_DIM,)
+
+
+def test_joint_limits_equal_what_pinocchio_parses(limits):
+    """The one XML reader agrees with the kinematics library the retargeting solves with."""
+    import pinocchio as pin
+
+    model = pin.buildModelFromUrdf(str(resolve_urdf_path(None)))
+    joints = [model.joints[model.getJointId(name)] for name in joint_names()]
+    np.testing.assert_array_equal(limits.lower, [model.lowerPositionLimit[j.idx_q] for j in joints])
+    np.testing.assert_array_equal(limits.upper, [model.upperPositionLimit[j.idx_q] for j in joints])
+    np.testing.assert_array_equal(limits.velocity, [model.velocityLimit[j.idx_v] for j in joints])
+    np.testing.assert_array_equal(limits.effort, [model.effortLimit[j.idx_v] for j in joints])
 
 
 def test_urdf_without_the_action_joints_is_refused(tmp_path):

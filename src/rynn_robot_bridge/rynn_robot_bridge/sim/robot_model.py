@@ -9,15 +9,13 @@ intrinsics, and collision groups so the robot touches the world but not itself.
 from __future__ import annotations
 
 import math
-import xml.etree.ElementTree as ET
-from dataclasses import dataclass
 from pathlib import Path
 
 import mujoco
-import numpy as np
 
 from rynn_retarget.action_layout import ARM_DOF, joint_names
 from rynn_retarget.description import D435I_COLOR, CameraIntrinsics, resolve_urdf_path
+from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
 
 CAMERA_FRAME = "camera_color_optical_frame"
 HEAD_CAMERA = "head_camera"
@@ -36,28 +34,6 @@ DAMPING_RATIO = 1.0
 ARM_ARMATURE = 0.05
 FINGER_ARMATURE = 0.002
 FINGER_FRICTION = (1.5, 0.02, 0.001)
-
-
-@dataclass(frozen=True)
-class JointLimits:
-    """Per-joint limits in action order, read from the URDF."""
-
-    lower: np.ndarray
-    upper: np.ndarray
-    velocity: np.ndarray  # rad/s
-    effort: np.ndarray  # N m
-
-
-def read_joint_limits(urdf_path: str | Path) -> JointLimits:
-    """Limits of the 54 action joints; ``ValueError`` naming any joint the URDF lacks."""
-    root = ET.parse(str(urdf_path)).getroot()
-    found = {j.get("name"): j.find("limit") for j in root.iter("joint")}
-    names = joint_names()
-    missing = [n for n in names if found.get(n) is None]
-    if missing:
-        raise ValueError(f"{urdf_path}: no <limit> for joints {missing[:5]}")
-    table = np.array([[float(found[n].get(k)) for k in ("lower", "upper", "velocity", "effort")] for n in names])
-    return JointLimits(*table.T.copy())
 
 
 def camera_quat_in_optical_frame() -> list[float]:
@@ -95,7 +71,7 @@ def build_robot_spec(
                 geom.friction = FINGER_FRICTION
                 geom.condim = 4
 
-    limits = read_joint_limits(urdf_path)
+    limits = joint_limits_from_urdf(urdf_path)
     for index, name in enumerate(joint_names()):
         joint = spec.joint(name)
         is_arm = index < 2 * ARM_DOF

@@ -13,8 +13,9 @@ import numpy as np
 
 from rynn_retarget.action_layout import ACTION_DIM, ARM_DOF, joint_names
 from rynn_retarget.description import D435I_COLOR, CameraIntrinsics, resolve_urdf_path
+from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
 from rynn_robot_bridge.sim.headless_gl import RendererUnavailable, require_renderer
-from rynn_robot_bridge.sim.robot_model import HEAD_CAMERA, build_robot_spec, read_joint_limits
+from rynn_robot_bridge.sim.robot_model import HEAD_CAMERA, build_robot_spec
 from rynn_robot_bridge.sim.scenes import build_scene
 
 # Arms: upper arm slightly forward, forearm level above the table's front edge, hands open
@@ -42,7 +43,7 @@ class SimulatedRobot:
         self.model = spec.compile()
         self.data = mujoco.MjData(self.model)
         self.camera = camera
-        self.limits = read_joint_limits(urdf)
+        self.limits = joint_limits_from_urdf(urdf)
         names = joint_names()
         joint_ids = [self.model.joint(n).id for n in names]
         self._qpos = self.model.jnt_qposadr[joint_ids]
