@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import String
 
@@ -22,17 +22,10 @@ from rynn_retarget.description import D435I_COLOR
 from rynn_retarget.node_runner import run_node
 from rynn_retarget.ros_conversions import time_from_seconds
 from rynn_robot_bridge.config import load_robot_config
-from rynn_robot_bridge.ros_camera import CAMERA_INFO_TOPIC, IMAGE_TOPIC, make_camera_info, make_image
+from rynn_robot_bridge.ros_camera import CAMERA_INFO_TOPIC, CAMERA_QOS, IMAGE_TOPIC, make_camera_info, make_image
 from rynn_robot_bridge.sim.realtime import RealtimeSimRobot
 from rynn_robot_bridge.sim.simulator import SimulatedRobot
 
-# RELIABLE like realsense2_camera's default: matches both reliable and best-effort subscribers.
-CAMERA_QOS = QoSProfile(
-    reliability=ReliabilityPolicy.RELIABLE,
-    durability=DurabilityPolicy.VOLATILE,
-    history=HistoryPolicy.KEEP_LAST,
-    depth=5,
-)
 MODE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
