@@ -11,6 +11,7 @@ from rynn_world.checkpoints import packaged_checkpoint
 from rynn_world.model.configs import get_config
 from rynn_world.nodes.model_loading import load_streaming_model
 from rynn_world.streaming import StreamingWorldModel
+from rynn_world.training.export import load_or_build_transformer, load_vae
 
 CONFIG = get_config("tiny")
 
@@ -62,3 +63,22 @@ def test_the_packaged_default_is_loaded_when_no_checkpoint_is_given():
     for name in ("control_scale", "control_patch_embedding.weight", "proj_out.weight"):
         torch.testing.assert_close(loaded[name], shipped[name])
     assert loaded["control_patch_embedding.weight"].abs().sum() > 0  # trained: zero at initialisation
+
+
+def test_the_node_serves_what_training_and_evaluation_load(tmp_path):
+    """One checkpoint reader: the node's model holds, tensor for tensor, what evaluation and
+    training load from the same directory (packaged default included)."""
+    for config, checkpoint in ((CONFIG, None), (get_config("embedded_cpu"), packaged_checkpoint("embedded_cpu"))):
+        if checkpoint is None:
+            model = StreamingWorldModel(config, seed=2)
+            model.transformer.save_pretrained(tmp_path / "transformer")
+            model.vae.save_pretrained(tmp_path / "vae")
+            checkpoint = tmp_path
+        served, _ = load_streaming_model(config, str(checkpoint), "cpu")
+        for name, module in (("transformer", load_or_build_transformer(config, str(checkpoint))),
+                             ("vae", load_vae(config, str(checkpoint)))):
+            evaluated = module.state_dict()
+            loaded = getattr(served, name).state_dict()
+            assert set(evaluated) <= set(loaded), name
+            for key, tensor in evaluated.items():
+                torch.testing.assert_close(loaded[key], tensor, rtol=0, atol=0, msg=f"{checkpoint}: {name}.{key}")

@@ -1,18 +1,21 @@
 """Build the node's StreamingWorldModel from a checkpoint directory, the packaged default, or
-(for tests and first runs only) random weights, and say which it was."""
+(for tests and first runs only) random weights, and say which it was.
+
+The weights are read by training.export's load_or_build_transformer and load_vae, the loaders
+training and evaluation use, so the node serves exactly what was evaluated."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import torch
-from diffusers import AutoencoderKLWan
 
 from rynn_retarget.description import D435I_COLOR
 from rynn_world.checkpoints import packaged_checkpoint
 from rynn_world.model.configs import WorldModelConfig
-from rynn_world.model.weights import load_transformer
 from rynn_world.streaming import StreamingWorldModel
+from rynn_world.training.export import load_or_build_transformer, load_vae
+
 
 def load_streaming_model(
     config: WorldModelConfig, checkpoint: str, device: str, seed: int = 0, vae_kernels: str = "reference"
@@ -33,8 +36,8 @@ def load_streaming_model(
         )
     if not (path / "transformer").is_dir() or not (path / "vae").is_dir():
         raise FileNotFoundError(f"world-model checkpoint {path} needs transformer/ and vae/ subdirectories")
-    transformer = load_transformer(path / "transformer", device=device, dtype=dtype)
-    vae = AutoencoderKLWan.from_pretrained(str(path / "vae")).to(device=device, dtype=dtype)
+    transformer = load_or_build_transformer(config, str(path)).to(device=device, dtype=dtype).eval()
+    vae = load_vae(config, str(path), device=device, dtype=dtype)
     model = StreamingWorldModel(
         config, transformer=transformer, vae=vae, intrinsics=D435I_COLOR, device=device, dtype=dtype, seed=seed,
         vae_kernels=vae_kernels,
