@@ -32,22 +32,21 @@ MODE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durabilit
 class SimRobotNode(Node):
     def __init__(self):
         super().__init__("sim_robot")
-        defaults = load_robot_config()
+        # The file first: its values are the parameters' defaults, so an explicit parameter wins over it.
+        config = load_robot_config(self.declare_parameter("config_file", "").value or None)
         declared = {
-            "config_file": "",
             "lcm_url": "",
-            "scene": defaults.sim.scene,
-            "seed": defaults.sim.seed,
-            "image_width": defaults.sim.image_width,
-            "image_height": defaults.sim.image_height,
-            "render_rate_hz": defaults.sim.render_rate_hz,
+            "scene": config.sim.scene,
+            "seed": config.sim.seed,
+            "image_width": config.sim.image_width,
+            "image_height": config.sim.image_height,
+            "render_rate_hz": config.sim.render_rate_hz,
             "digital_render_rate_hz": 2.0,  # while the world model drives the camera: anchor frames only
             "mode_topic": "/rynn/mode",
         }
         for name, value in declared.items():
             self.declare_parameter(name, value)
         param = {name: self.get_parameter(name).value for name in declared}
-        config = load_robot_config(param["config_file"] or None)
         if param["lcm_url"]:
             config = config.with_lcm_url(param["lcm_url"])
         config = config.with_sim(
@@ -74,7 +73,7 @@ class SimRobotNode(Node):
         self.get_logger().info(
             f"simulated robot up: scene={config.sim.scene} seed={config.sim.seed} "
             f"lcm={config.lcm.url} command={config.lcm.command_channel} state={config.lcm.state_channel} "
-            f"camera {config.sim.image_width}x{config.sim.image_height} @ {config.sim.render_rate_hz} Hz"
+            f"camera {config.sim.image_width}x{config.sim.image_height} @ {config.sim.render_rate_hz:g} Hz"
         )
 
     def _on_mode(self, msg: String) -> None:
