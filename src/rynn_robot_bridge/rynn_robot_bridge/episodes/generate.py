@@ -13,6 +13,8 @@ import argparse
 import json
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -40,20 +42,33 @@ def generate(out: Path, tasks: list[str], episodes: int, seed: int, settings: Ep
     return write_index(out)
 
 
-def _record_one(out: Path, task: str, index: int, seed: int, settings: EpisodeSettings) -> None:
-    final = episode_dir(out, task, index)
+@contextmanager
+def episode_in_progress(final: Path) -> Iterator[Path]:
+    """A fresh ``<final>.partial`` directory to fill (one left by an interrupted run is deleted);
+    renamed to ``final`` when the block completes, deleted when it fails."""
     partial = final.with_name(final.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)  # left over from an interrupted run
+    shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     try:
-        summary, frames = record_episode(task, seed, settings, partial / "bag")
-        np.savez(partial / "frames.npz", **frames)
-        summary.update(episode=index, bag=f"{task}/{final.name}/bag", frames_file=f"{task}/{final.name}/frames.npz")
-        (partial / "episode.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
+        yield partial
         os.replace(partial, final)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
+
+
+def write_episode_files(directory: Path, frames: dict[str, np.ndarray], summary: dict) -> None:
+    """``frames.npz`` and ``episode.json``, the files every episode directory holds besides ``bag/``."""
+    np.savez(directory / "frames.npz", **frames)
+    (directory / "episode.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
+
+
+def _record_one(out: Path, task: str, index: int, seed: int, settings: EpisodeSettings) -> None:
+    final = episode_dir(out, task, index)
+    with episode_in_progress(final) as partial:
+        summary, frames = record_episode(task, seed, settings, partial / "bag")
+        summary.update(episode=index, bag=f"{task}/{final.name}/bag", frames_file=f"{task}/{final.name}/frames.npz")
+        write_episode_files(partial, frames, summary)
 
 
 def write_index(out: Path) -> list[dict]:

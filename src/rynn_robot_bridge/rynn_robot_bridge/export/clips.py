@@ -16,10 +16,7 @@ Re-running skips bags already exported (recognised by their sha256, so a moved b
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import re
-import shutil
 import sys
 from pathlib import Path
 
@@ -27,7 +24,8 @@ import numpy as np
 from tqdm import tqdm
 
 from rynn_robot_bridge.episodes.bag_writer import EpisodeBagWriter, skeleton_pixels
-from rynn_robot_bridge.episodes.generate import INDEX_NAME, episode_dir, write_index
+from rynn_robot_bridge.episodes.generate import (INDEX_NAME, episode_dir, episode_in_progress, write_episode_files,
+                                                 write_index)
 from rynn_robot_bridge.export.bag_episode import (AlignedEpisode, EpisodeExportError, ExportTopics, bag_sha256, find_bags,
                                                   load_episode)
 
@@ -72,10 +70,7 @@ def write_clip(out: Path, episode: AlignedEpisode, task: str, source_sha256: str
     existing = [int(p.name.split("_")[1]) for p in (out / task_name).glob("episode_[0-9][0-9][0-9][0-9]")]
     index = max(existing, default=-1) + 1
     final = episode_dir(out, task_name, index)
-    partial = final.with_name(final.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
-    try:
+    with episode_in_progress(final) as partial:
         height, width = episode.image_shape[:2]
         summary = {
             "task": task_name, "task_text": task, "episode": index, "seed": None, "success": None,
@@ -89,12 +84,7 @@ def write_clip(out: Path, episode: AlignedEpisode, task: str, source_sha256: str
             "world_model_checkpoint_sha256": episode.metadata.get("world_model_checkpoint_sha256", ""),
             "skipped_messages": dict(episode.skipped),
         }
-        np.savez(partial / "frames.npz", **write_clip_bag(partial / "bag", episode, summary))
-        (partial / "episode.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
-        os.replace(partial, final)
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
+        write_episode_files(partial, write_clip_bag(partial / "bag", episode, summary), summary)
     return summary
 
 
