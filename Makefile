@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 setup:  ## create .venv, install pinned deps and Debian packages, colcon-build everything
 	bash scripts/setup.sh
 
-build:  ## rebuild the four packages into the venv after changing messages or package data
+build:  ## rebuild the five packages into the venv after changing messages or package data
 	SKIP_DEPS=1 bash scripts/setup.sh
 
 test:  ## unit tests of every package and the integration tests in test/

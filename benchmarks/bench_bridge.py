@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCES = [REPO / "src" / p for p in ("rynn_retarget", "rynn_world_node", "rynn_robot_bridge")]
+SOURCES = [REPO / "src" / p for p in ("rynn_common", "rynn_retarget", "rynn_world_node", "rynn_robot_bridge")]
 sys.path[:0] = [str(p) for p in SOURCES]
 os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(101, 200)))
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
@@ -91,7 +91,7 @@ class BenchRobot:
     def __init__(self, url: str, state_channel: str, command_channel: str):
         import lcm
 
-        from rynn_retarget.action_layout import ACTION_DIM
+        from rynn_common.action_layout import ACTION_DIM
         from rynn_robot_bridge.lcm_protocol import RobotState, decode_command, encode_state
 
         self.arrivals: list[tuple[float, int, bool]] = []  # (monotonic arrival, sender utime, motion?)
@@ -129,7 +129,7 @@ def run_flooder(url: str, channel: str, kind: str, rate: float, seconds: float) 
     """The flood process: ``rate`` messages/s on ``channel`` for ``seconds``, paced in 10 ms batches."""
     import lcm
 
-    from rynn_retarget.action_layout import ACTION_DIM
+    from rynn_common.action_layout import ACTION_DIM
     from rynn_robot_bridge.lcm_protocol import RobotState, encode_state
 
     zeros = np.zeros(ACTION_DIM)
@@ -204,8 +204,8 @@ def main() -> None:
     from rclpy.executors import SingleThreadedExecutor
     from sensor_msgs.msg import Image
 
-    from rynn_retarget.action_layout import ACTION_DIM
-    from rynn_retarget.ros_conversions import make_robot_action
+    from rynn_common.action_layout import ACTION_DIM
+    from rynn_common.ros_conversions import make_robot_action
     from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
     from rynn_teleop_msgs.msg import RobotAction, TeleopStatus
 

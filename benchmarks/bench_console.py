@@ -24,7 +24,7 @@ from pathlib import Path
 import psutil
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "src" / p) for p in ("rynn_retarget", "rynn_world_node", "rynn_robot_bridge")]
+sys.path[:0] = [str(REPO / "src" / p) for p in ("rynn_common", "rynn_retarget", "rynn_world_node", "rynn_robot_bridge")]
 os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
 
 from bench_bridge import machine_info  # noqa: E402

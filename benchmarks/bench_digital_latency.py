@@ -40,7 +40,7 @@ import numpy as np
 import psutil
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCES = [REPO / "src" / p for p in ("rynn_retarget", "rynn_world_node", "rynn_robot_bridge")]
+SOURCES = [REPO / "src" / p for p in ("rynn_common", "rynn_retarget", "rynn_world_node", "rynn_robot_bridge")]
 sys.path[:0] = [str(p) for p in SOURCES]
 os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(101, 200)))
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")

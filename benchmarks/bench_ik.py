@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src" / "rynn_retarget"))
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src" / p) for p in ("rynn_common", "rynn_retarget")]
 
 from rynn_retarget.config import load_retarget_config  # noqa: E402
 from rynn_retarget.kinematics.arm_ik import ArmIkSolver  # noqa: E402

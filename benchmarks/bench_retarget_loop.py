@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src" / "rynn_retarget"))  # noqa
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src" / p) for p in ("rynn_common", "rynn_retarget")]  # noqa
 
 from rynn_retarget.config import load_retarget_config  # noqa: E402
 from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig  # noqa: E402
@@ -45,7 +45,7 @@ OPERATOR_NODES = ("tracker_node", "glove_node", "retarget_node")
 RATE_ARGS = {"tracker_node": ["-p", "rate_hz:=120.0"], "glove_node": ["-p", "rate_hz:=120.0"], "retarget_node": []}
 # Each node on rclpy's experimental C++ EventsExecutor instead of the runner's Python SingleThreadedExecutor
 # (measured only: test/test_retarget_over_dds.py failed intermittently with it).
-EVENTS_EXECUTOR = ("import runpy, sys, rclpy.experimental, rynn_retarget.node_runner as runner; "
+EVENTS_EXECUTOR = ("import runpy, sys, rclpy.experimental, rynn_common.node_runner as runner; "
                    "runner.SingleThreadedExecutor = rclpy.experimental.EventsExecutor; "
                    "runpy.run_module(sys.argv[1], run_name='__main__')")
 
@@ -71,7 +71,7 @@ def node_graph(seconds: float, layout: str) -> None:
 
     env = dict(os.environ, PYTHONUNBUFFERED="1", ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
     env["ROS_DOMAIN_ID"] = str(random.randint(101, 200))
-    env["PYTHONPATH"] = os.pathsep.join(str(REPO / "src" / p) for p in ("rynn_retarget", "rynn_robot_bridge", "rynn_world_node"))
+    env["PYTHONPATH"] = os.pathsep.join(str(REPO / "src" / p) for p in ("rynn_common", "rynn_retarget", "rynn_robot_bridge", "rynn_world_node"))
     processes = {name: subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                  for name, command in layout_commands(layout).items()}
     os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]

@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src" / "rynn_retarget"))
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src" / p) for p in ("rynn_common", "rynn_retarget")]
 
 from rynn_retarget.config import load_retarget_config  # noqa: E402
-from rynn_retarget.description import default_urdf_path  # noqa: E402
+from rynn_common.description import default_urdf_path  # noqa: E402
 from rynn_retarget.kinematics.arm_ik import ArmIkConfig, ArmIkSolver  # noqa: E402
 from rynn_retarget.kinematics.hand_retarget import DISTAL_JOINT_INDICES, TIPS, HandRetargeter  # noqa: E402
 from rynn_retarget.kinematics.robot_model import build_arm_chain, build_hand_chain, load_model  # noqa: E402

@@ -19,13 +19,13 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCES = [str(REPO / "src" / p) for p in ("rynn_retarget", "rynn_robot_bridge")]
+SOURCES = [str(REPO / "src" / p) for p in ("rynn_common", "rynn_retarget", "rynn_robot_bridge")]
 sys.path[:0] = SOURCES
 
 import numpy as np  # noqa: E402
 
-from rynn_retarget.action_layout import joint_names  # noqa: E402
-from rynn_retarget.description import default_urdf_path  # noqa: E402
+from rynn_common.action_layout import joint_names  # noqa: E402
+from rynn_common.description import default_urdf_path  # noqa: E402
 from rynn_robot_bridge.robot_state import RobotStatePublisherCore  # noqa: E402
 
 

@@ -20,12 +20,12 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "src" / p) for p in ("rynn_retarget", "rynn_robot_bridge")]
+sys.path[:0] = [str(REPO / "src" / p) for p in ("rynn_common", "rynn_retarget", "rynn_robot_bridge")]
 
 import numpy as np  # noqa: E402
 
 import rynn_robot_bridge.sim  # noqa: E402,F401  (headless GL first)
-from rynn_retarget.description import D435I_COLOR  # noqa: E402
+from rynn_common.description import D435I_COLOR  # noqa: E402
 from rynn_robot_bridge.sim.simulator import SimulatedRobot  # noqa: E402
 
 LATENCY_PORT = 7600 + os.getpid() % 90
@@ -86,7 +86,7 @@ def bench_latency(seconds: float) -> None:
     from rynn_robot_bridge.lcm_protocol import decode_state, encode_command
 
     url = f"udpm://239.255.76.67:{LATENCY_PORT}?ttl=0"
-    paths = [str(REPO / "src" / p) for p in ("rynn_retarget", "rynn_robot_bridge")]
+    paths = [str(REPO / "src" / p) for p in ("rynn_common", "rynn_retarget", "rynn_robot_bridge")]
     child = subprocess.Popen([sys.executable, "-c", CHILD.format(paths=paths, url=url)], stdout=subprocess.PIPE, text=True)
     try:
         lc = lcm.LCM(url)

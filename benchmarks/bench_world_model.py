@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from diffusers.utils import logging as diffusers_logging
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src" / "rynn_world_node"))
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src" / p) for p in ("rynn_common", "rynn_world_node")]
 
 from rynn_world.model.configs import get_config  # noqa: E402
 from rynn_world.model.teacher import generate_bidirectional  # noqa: E402

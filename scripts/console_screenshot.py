@@ -20,7 +20,7 @@ import cv2
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "src" / p) for p in ("rynn_retarget", "rynn_world_node", "rynn_robot_bridge")]
+sys.path[:0] = [str(REPO / "src" / p) for p in ("rynn_common", "rynn_retarget", "rynn_world_node", "rynn_robot_bridge")]
 
 from rynn_world.console import headless_browser as browser  # noqa: E402
 from rynn_world.console.graph_session import start_graph  # noqa: E402

@@ -60,7 +60,7 @@ if [[ -x $ROOT/scripts/generate_lcm_types.sh ]]; then
   "$ROOT/scripts/generate_lcm_types.sh"
 fi
 
-step "colcon build: rynn_teleop_msgs, rynn_retarget, rynn_world, rynn_robot_bridge"
+step "colcon build: rynn_teleop_msgs, rynn_common, rynn_retarget, rynn_robot_bridge, rynn_world"
 (cd "$ROOT" && "${COLCON[@]}" --base-paths src --build-base "$ROOT/build") || die "colcon build failed (see log/latest_build)"
 
 step "Point the venv's Python at its own ament index (no setup.bash to source)"
@@ -74,9 +74,9 @@ env -u AMENT_PREFIX_PATH "$PY" - <<'EOF' || die "the installed environment does 
 import rclpy, tf2_msgs.msg
 from rynn_teleop_msgs.msg import RobotAction, BimanualSkeleton, TeleopStatus
 from rynn_teleop_msgs.srv import SetMode
-import rynn_retarget, rynn_world, rynn_robot_bridge
+import rynn_common, rynn_retarget, rynn_world, rynn_robot_bridge
 from ament_index_python.packages import get_package_share_directory
 get_package_share_directory("rynn_teleop_msgs")
-print("rclpy, rynn_teleop_msgs, tf2_msgs and the three Python packages import")
+print("rclpy, rynn_teleop_msgs, tf2_msgs and the four Python packages import")
 EOF
 printf '\nSetup done. Run the tests with: make test\n'

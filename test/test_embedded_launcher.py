@@ -98,6 +98,25 @@ def test_recorder_only_when_recording(graph):
             resolve(graph, {"record": "true"})
 
 
+def test_bring_up_names_the_packaged_checkpoint_for_world_model_and_recorder(graph):
+    """An empty ``checkpoint`` is resolved once by the bring-up: the world-model node loads and the
+    recorder's episode metadata names the same packaged weights, package-relative."""
+    from rynn_robot_bridge.recording.metadata import EpisodeSetup, checkpoint_sha256
+    from rynn_world.checkpoints import packaged_checkpoint
+
+    packaged = packaged_checkpoint("embedded_cpu")
+    assert packaged is not None, "rynn_world ships a default checkpoint for embedded_cpu"
+    nodes = by_name(resolve(graph, {"record": "true", "model_config": "embedded_cpu"}))
+    assert nodes["world_model_node"].parameters["checkpoint"] == str(packaged)
+    assert nodes["rynn_recorder"].parameters["world_model_checkpoint"] == str(packaged)
+    setup = EpisodeSetup.create("t", "op", "digital", "", str(packaged), 1)
+    assert setup.world_model_checkpoint == "rynn_world/checkpoints/embedded_cpu"  # not this machine's path
+    assert setup.world_model_checkpoint_sha256 == checkpoint_sha256(packaged) != "none"
+    # a model config that ships no weights (the unit-test one) leaves both empty
+    tiny = by_name(resolve(graph, {"record": "true", "model_config": "tiny"}))
+    assert tiny["world_model_node"].parameters["checkpoint"] == tiny["rynn_recorder"].parameters["world_model_checkpoint"] == ""
+
+
 def test_embedded_command_line(graph):
     sim = by_name(resolve(graph, {"camera_width": "320", "lcm_url": "udpm://239.255.76.67:7999?ttl=0"}))["sim_robot"]
     assert node_command(sim, "/venv/bin/python") == [

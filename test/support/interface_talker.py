@@ -11,7 +11,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rynn_teleop_msgs.msg import BimanualSkeleton, RobotAction, StageLatency, TeleopStatus
 from rynn_teleop_msgs.srv import SetMode
 
-from rynn_retarget.ros_conversions import make_bimanual_skeleton, make_robot_action
+from rynn_common.ros_conversions import make_bimanual_skeleton, make_robot_action
 
 LATCHED = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 STAMP = 1234.5

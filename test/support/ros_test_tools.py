@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SOURCE_PATHS = [REPO_ROOT / "src" / p for p in ("rynn_retarget", "rynn_world_node", "rynn_robot_bridge")]
+SOURCE_PATHS = [REPO_ROOT / "src" / p for p in ("rynn_common", "rynn_retarget", "rynn_world_node", "rynn_robot_bridge")]
 DOMAIN_LOCKS = Path(tempfile.gettempdir()) / "rynn_test_ros_domains"
 TEST_DOMAIN_IDS = range(1, 101)  # benchmarks take 101-200; above ~101 DDS ports meet the ephemeral range
 _held_domain_lock = []  # the open, locked file: released when this process exits

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rynn_retarget.config_io import from_dict, load_yaml
+from rynn_common.config_io import from_dict, load_yaml
 from rynn_retarget.input_guard import InputGuardConfig
 from rynn_retarget.kinematics.arm_ik import ArmIkConfig
 from rynn_retarget.kinematics.calibration import Calibration, load_calibration

@@ -1,6 +1,6 @@
 import pytest
 
-from rynn_retarget.description import default_urdf_path
+from rynn_common.description import default_urdf_path
 from rynn_retarget.kinematics.robot_model import load_model
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rynn_retarget.description import CameraIntrinsics
+from rynn_common.description import CameraIntrinsics
 
 class CameraSourceError(RuntimeError):
     """No usable colour stream: the message names the device, file or format and why."""

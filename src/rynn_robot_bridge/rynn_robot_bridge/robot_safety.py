@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rynn_retarget.action_layout import ACTION_DIM
+from rynn_common.action_layout import ACTION_DIM
 
 
 class Fault(enum.IntFlag):

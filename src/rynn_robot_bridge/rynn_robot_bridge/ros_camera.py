@@ -13,7 +13,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
 
-from rynn_retarget.description import CameraIntrinsics
+from rynn_common.description import CameraIntrinsics
 from rynn_robot_bridge.image_layout import IMAGE_CHANNELS, image_layout_problem
 
 # RELIABLE like realsense2_camera's default: matches both reliable and best-effort subscribers.

@@ -6,8 +6,8 @@ import threading
 import numpy as np
 import pytest
 
-from rynn_retarget.action_layout import ACTION_DIM, LEFT_ARM, joint_names
-from rynn_retarget.description import resolve_urdf_path
+from rynn_common.action_layout import ACTION_DIM, LEFT_ARM, joint_names
+from rynn_common.description import resolve_urdf_path
 from rynn_robot_bridge.bridge.camera_router import CameraRouter, FrameFormat, Routed
 from rynn_robot_bridge.bridge.command_limiter import ActionInbox, CommandLimiter
 from rynn_robot_bridge.bridge.commander import Phase, RobotCommander

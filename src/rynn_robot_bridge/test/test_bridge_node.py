@@ -17,7 +17,7 @@ import lcm
 import numpy as np
 import pytest
 
-from rynn_retarget.action_layout import ACTION_DIM, joint_names
+from rynn_common.action_layout import ACTION_DIM, joint_names
 from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
 from rynn_robot_bridge.lcm_protocol import MODE_HOLD, RobotState, decode_command, encode_state
 

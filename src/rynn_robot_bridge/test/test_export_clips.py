@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from rosbags.rosbag2 import Reader
 
-from rynn_retarget.description import D435I_COLOR
+from rynn_common.description import D435I_COLOR
 from rynn_robot_bridge.recording.metadata import file_sha256
 from rynn_robot_bridge.episodes.bag_writer import make_typestore
 from rynn_robot_bridge.export.clips import export_clips

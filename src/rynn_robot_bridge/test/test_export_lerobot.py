@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rynn_retarget.action_layout import joint_names
+from rynn_common.action_layout import joint_names
 from rynn_robot_bridge.export.bag_episode import EpisodeExportError, find_bags, load_episode
 from rynn_robot_bridge.export.lerobot import IMAGE_KEY, export
 from rynn_robot_bridge.recording.metadata import file_sha256

@@ -11,8 +11,8 @@ import yaml
 from mcap.reader import make_reader
 from rosbags.rosbag2 import Reader
 
-from rynn_retarget.description import default_urdf_path
-from rynn_robot_bridge.recording.metadata import (PACKAGED_PREFIX, SIDECAR_NAME, EpisodeSetup, checkpoint_sha256,
+from rynn_common.description import default_urdf_path
+from rynn_robot_bridge.recording.metadata import (SIDECAR_NAME, EpisodeSetup, checkpoint_sha256,
                                                   file_sha256, portable_name)
 from rynn_robot_bridge.recording.recorder import EpisodeRecorder, RecorderError, RecorderSettings
 from rynn_robot_bridge.recording.recover import find_incomplete, main as recover_main, recover_episode
@@ -148,19 +148,13 @@ def test_config_file_and_topic_entries(tmp_path):
         checkpoint_sha256(tmp_path / "missing")
 
 
-def test_without_a_checkpoint_the_packaged_default_of_the_model_config_is_recorded(tmp_path):
-    from rynn_world.checkpoints import packaged_checkpoint
-
-    packaged = packaged_checkpoint("embedded_cpu")
-    assert packaged is not None, "rynn_world ships a default checkpoint for embedded_cpu"
-    setup = EpisodeSetup.create("t", "op", "digital", "", "", 1, model_config="embedded_cpu")
-    assert setup.world_model_checkpoint == PACKAGED_PREFIX + "rynn_world/checkpoints/embedded_cpu"  # not this machine's path
-    assert setup.world_model_checkpoint_sha256 == checkpoint_sha256(packaged) != "none"
-    # a config that ships nothing (the unit-test one) records "none"; a given checkpoint wins
-    none = EpisodeSetup.create("t", "op", "digital", "", "", 1, model_config="tiny")
-    assert (none.world_model_checkpoint, none.world_model_checkpoint_sha256) == ("none", "none")
-    given = EpisodeSetup.create("t", "op", "digital", "", str(tmp_path), 1, model_config="embedded_cpu")
+def test_the_given_checkpoint_is_recorded_by_name_and_hash(tmp_path):
+    (tmp_path / "weights.bin").write_bytes(b"w")
+    given = EpisodeSetup.create("t", "op", "digital", "", str(tmp_path), 1)
     assert given.world_model_checkpoint == tmp_path.name  # basename; the sha256 identifies it
+    assert given.world_model_checkpoint_sha256 == checkpoint_sha256(tmp_path) != "none"
+    none = EpisodeSetup.create("t", "op", "digital", "", "", 1)  # no world model named by the bring-up
+    assert (none.world_model_checkpoint, none.world_model_checkpoint_sha256) == ("none", "none")
 
 
 ACTION_QOS = OfferedQos(depth=10)  # the retarget node's /rynn/action publisher
@@ -240,10 +234,10 @@ def test_episode_records_name_files_portably(recorder, tmp_path):
     """No absolute path of the recording machine in the metadata: package-relative or basename plus sha256."""
     name = recorder.start("t", "o", 1, 0.0)
     summary = recorder.stop()
-    assert summary["robot_description"] == "rynn_retarget/description/rynn_bimanual.urdf"
+    assert summary["robot_description"] == "rynn_common/description/rynn_bimanual.urdf"
     assert summary["world_model_checkpoint"] == "checkpoint"  # the fixture's directory, by basename
     bag = tmp_path / "out" / name
     for text in ((bag / "metadata.yaml").read_text(), (bag / SIDECAR_NAME).read_text()):
         assert str(tmp_path) not in text and "site-packages" not in text and "/work/" not in text
-    assert portable_name(default_urdf_path()) == "rynn_retarget/description/rynn_bimanual.urdf"
+    assert portable_name(default_urdf_path()) == "rynn_common/description/rynn_bimanual.urdf"
     assert portable_name(tmp_path / "robots" / "m6.urdf") == "m6.urdf"

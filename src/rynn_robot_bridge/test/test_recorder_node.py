@@ -16,8 +16,8 @@ import pytest
 import yaml
 from rosbags.rosbag2 import Reader
 
-from rynn_retarget.action_layout import joint_names
-from rynn_retarget.description import default_urdf_path
+from rynn_common.action_layout import joint_names
+from rynn_common.description import default_urdf_path
 from rynn_robot_bridge.episodes.bag_writer import make_typestore
 from rynn_robot_bridge.recording.metadata import SIDECAR_NAME, checkpoint_sha256, file_sha256
 
@@ -57,7 +57,7 @@ class Feeder:
         from std_srvs.srv import Trigger
         from tf2_msgs.msg import TFMessage
 
-        from rynn_retarget.ros_conversions import make_robot_action
+        from rynn_common.ros_conversions import make_robot_action
         from rynn_teleop_msgs.msg import RobotAction, TeleopStatus
 
         self.node, self.wait_until, self.Trigger = node, wait_until, Trigger

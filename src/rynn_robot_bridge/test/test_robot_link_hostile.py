@@ -16,7 +16,7 @@ import lcm
 import numpy as np
 import pytest
 
-from rynn_retarget.action_layout import ACTION_DIM
+from rynn_common.action_layout import ACTION_DIM
 from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
 from rynn_robot_bridge.lcm_protocol import MODE_HOLD, RobotState, decode_command, decode_state, encode_command, encode_state
 from test_bridge_node import COMMAND_CHANNEL, STATE_CHANNEL, LcmRobot  # the servo robot on LCM, shared

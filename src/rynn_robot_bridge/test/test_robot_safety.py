@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from rynn_retarget.action_layout import ACTION_DIM
+from rynn_common.action_layout import ACTION_DIM
 from rynn_robot_bridge.lcm_protocol import JointCommand
 from rynn_robot_bridge.robot_safety import CommandEchoCheck, CommandGate, Fault, StateValidator
 

@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from rynn_retarget.pipeline_stats import PipelineStats
+from rynn_common.pipeline_stats import PipelineStats
 
 from .streaming import StreamingWorldModel
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from rynn_retarget.description import D435I_COLOR
+from rynn_common.description import D435I_COLOR
 from rynn_world.console.board import (
     DiagnosticReport,
     HealthBoard,
@@ -234,8 +234,8 @@ def test_the_page_poses_every_joint_of_the_action_and_is_served_offline():
     comes from the console itself, with nothing fetched from elsewhere."""
     import urllib.request
 
-    from rynn_retarget.action_layout import joint_names
-    from rynn_retarget.description import default_urdf_path
+    from rynn_common.action_layout import joint_names
+    from rynn_common.description import default_urdf_path
     from rynn_world.console.page import ConsoleActions, ConsolePage
 
     ignore = ConsoleActions(lambda *_: None, lambda *_: None, lambda: None, lambda _: None, lambda _: None)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from rynn_retarget.pipeline_stats import PipelineStats
+from rynn_common.pipeline_stats import PipelineStats
 from rynn_world.live_session import LiveWorldSession, SessionSettings
 from rynn_world.model.configs import get_config
 from rynn_world.skeleton import CameraIntrinsics

@@ -28,7 +28,7 @@ def real_frame(node, value: int):
 
 
 def skeleton(node, stamp_msg):
-    from rynn_retarget.ros_conversions import make_bimanual_skeleton
+    from rynn_common.ros_conversions import make_bimanual_skeleton
 
     hand = np.zeros((21, 3))
     hand[:, 0] = np.linspace(-0.05, 0.05, 21)
@@ -55,8 +55,8 @@ def test_digital_mode_streams_realsense_identical_frames_stamped_by_skeleton(ros
     from sensor_msgs.msg import CameraInfo, Image
     from std_msgs.msg import String
 
-    from rynn_retarget.description import D435I_COLOR
-    from rynn_retarget.ros_conversions import time_from_seconds
+    from rynn_common.description import D435I_COLOR
+    from rynn_common.ros_conversions import time_from_seconds
 
     images, infos, diagnostics, statuses = [], [], [], []
     ros_node.create_subscription(TeleopStatus, "/rynn/status", statuses.append, RELIABLE)

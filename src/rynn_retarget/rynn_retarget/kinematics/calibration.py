@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rynn_retarget.config_io import from_dict, load_yaml, save_yaml, to_dict
+from rynn_common.config_io import from_dict, load_yaml, save_yaml, to_dict
 from rynn_retarget.kinematics.transforms import invert, scale_translation
 
 

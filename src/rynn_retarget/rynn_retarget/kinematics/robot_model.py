@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
-from rynn_retarget.action_layout import arm_joint_names, hand_joint_names
+from rynn_common.action_layout import arm_joint_names, hand_joint_names
 
 WORLD_ALIGNED = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rynn_teleop_msgs.msg import BimanualSkeleton
 
-from rynn_retarget.node_runner import run_node
+from rynn_common.node_runner import run_node
 from rynn_retarget.nodes.operator_input import OperatorInputNode
 from rynn_retarget.operator.frame import OperatorFrame
-from rynn_retarget.ros_conversions import make_bimanual_skeleton
+from rynn_common.ros_conversions import make_bimanual_skeleton
 
 HANDS_TOPIC = "/rynn/operator/hands"
 

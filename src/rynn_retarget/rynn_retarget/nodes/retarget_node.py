@@ -35,17 +35,17 @@ from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
 from transforms3d.quaternions import quat2mat
 
-from rynn_retarget.action_layout import joint_names
+from rynn_common.action_layout import joint_names
 from rynn_retarget.config import load_retarget_config
-from rynn_retarget.config_paths import find_config
+from rynn_common.config_paths import find_config
 from rynn_retarget.input_guard import StampBound
 from rynn_retarget.kinematics.calibration import save_calibration
-from rynn_retarget.node_runner import run_node
+from rynn_common.node_runner import run_node
 from rynn_retarget.nodes.glove_node import HANDS_TOPIC
 from rynn_retarget.operator.frame import TRACKER_NAMES, HandSkeleton, OperatorFrame
 from rynn_retarget.pipeline import ARM_SLICES, RetargetPipeline
-from rynn_retarget.pipeline_stats import PipelineStats
-from rynn_retarget.ros_conversions import (
+from rynn_common.pipeline_stats import PipelineStats
+from rynn_common.ros_conversions import (
     bimanual_skeleton_to_arrays,
     make_bimanual_skeleton,
     make_diagnostics,

@@ -14,7 +14,7 @@ from std_msgs.msg import Header
 from tf2_msgs.msg import TFMessage
 from transforms3d.quaternions import mat2quat
 
-from rynn_retarget.node_runner import run_node
+from rynn_common.node_runner import run_node
 from rynn_retarget.nodes.operator_input import OperatorInputNode
 from rynn_retarget.operator.frame import TRACKER_NAMES, OperatorFrame
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rynn_retarget.action_layout import ACTION_DIM
+from rynn_common.action_layout import ACTION_DIM
 from rynn_robot_bridge.bridge.joint_limits import JointLimits
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rynn_retarget.action_layout import ACTION_DIM, joint_names
-from rynn_retarget.description import resolve_urdf_path
+from rynn_common.action_layout import ACTION_DIM, joint_names
+from rynn_common.description import resolve_urdf_path
 
 LIMIT_ATTRIBUTES = ("lower", "upper", "velocity", "effort")
 

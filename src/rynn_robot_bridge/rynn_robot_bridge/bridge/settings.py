@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rynn_retarget.config_io import from_dict, load_yaml
+from rynn_common.config_io import from_dict, load_yaml
 from rynn_robot_bridge.bridge.transition import TransitionLimits
 
 CONFIG_ENV = "RYNN_BRIDGE_CONFIG"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from ruckig import InputParameter, OutputParameter, Result, Ruckig, Synchronization
 
-from rynn_retarget.action_layout import ACTION_DIM, LEFT_ARM, LEFT_HAND, RIGHT_ARM, RIGHT_HAND
+from rynn_common.action_layout import ACTION_DIM, LEFT_ARM, LEFT_HAND, RIGHT_ARM, RIGHT_HAND
 from rynn_robot_bridge.bridge.joint_limits import JointLimits
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rynn_retarget.action_layout import joint_names
-from rynn_retarget.description import CameraIntrinsics
+from rynn_common.action_layout import joint_names
+from rynn_common.description import CameraIntrinsics
 from rynn_robot_bridge.recording.rosbag2_mcap import LATCHED_QOS, OfferedQos, Rosbag2McapWriter, make_typestore
 
 CAMERA_FRAME = "camera_color_optical_frame"

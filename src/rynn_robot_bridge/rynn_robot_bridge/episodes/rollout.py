@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rynn_retarget.description import D435I_COLOR
+from rynn_common.description import D435I_COLOR
 from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig
 from rynn_retarget.pipeline import RetargetPipeline
 from rynn_robot_bridge.episodes.bag_writer import EpisodeBagWriter, skeleton_pixels

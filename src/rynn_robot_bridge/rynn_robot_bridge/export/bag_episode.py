@@ -19,8 +19,8 @@ import numpy as np
 import yaml
 from rosbags.rosbag2 import Reader
 
-from rynn_retarget.action_layout import ACTION_DIM, joint_names
-from rynn_retarget.description import CameraIntrinsics
+from rynn_common.action_layout import ACTION_DIM, joint_names
+from rynn_common.description import CameraIntrinsics
 from rynn_robot_bridge.episodes.bag_writer import make_typestore
 from rynn_robot_bridge.recording.metadata import file_sha256
 from rynn_robot_bridge.ros_camera import image_to_rgb

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from rynn_retarget.action_layout import ACTION_DIM, joint_names
+from rynn_common.action_layout import ACTION_DIM, joint_names
 from rynn_robot_bridge.export.bag_episode import (AlignedEpisode, EpisodeExportError, ExportTopics, bag_sha256, find_bags,
                                                   load_episode)
 

@@ -42,10 +42,10 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import String
 
-from rynn_retarget.action_layout import joint_names
-from rynn_retarget.node_runner import run_node
-from rynn_retarget.pipeline_stats import PipelineStats
-from rynn_retarget.ros_conversions import make_diagnostics, make_teleop_status
+from rynn_common.action_layout import joint_names
+from rynn_common.node_runner import run_node
+from rynn_common.pipeline_stats import PipelineStats
+from rynn_common.ros_conversions import make_diagnostics, make_teleop_status
 from rynn_robot_bridge.bridge.camera_router import CameraRouter, FrameFormat, Routed
 from rynn_robot_bridge.bridge.commander import RobotCommander
 from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf

@@ -22,9 +22,9 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 
-from rynn_retarget.node_runner import run_node
-from rynn_retarget.pipeline_stats import PipelineStats
-from rynn_retarget.ros_conversions import make_diagnostics
+from rynn_common.node_runner import run_node
+from rynn_common.pipeline_stats import PipelineStats
+from rynn_common.ros_conversions import make_diagnostics
 from rynn_robot_bridge.realsense_source import CameraSourceError, RealSenseColorStream, RealSenseSettings
 from rynn_robot_bridge.ros_camera import CAMERA_QOS, make_camera_info, make_image
 

@@ -28,9 +28,9 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_srvs.srv import Trigger
 
-from rynn_retarget.node_runner import run_node
-from rynn_retarget.pipeline_stats import PipelineStats
-from rynn_retarget.ros_conversions import make_diagnostics, make_teleop_status
+from rynn_common.node_runner import run_node
+from rynn_common.pipeline_stats import PipelineStats
+from rynn_common.ros_conversions import make_diagnostics, make_teleop_status
 from rynn_robot_bridge.recording.recorder import EpisodeRecorder, RecorderError, RecorderSettings
 from rynn_robot_bridge.recording.recover import find_incomplete, recover_episode
 from rynn_robot_bridge.recording.rosbag2_mcap import OfferedQos
@@ -63,7 +63,6 @@ class RecorderNode(Node):
             output_dir=Path(param["output_dir"]).expanduser().resolve(), mode_topic=param["mode_topic"],
             latched_topics=tuple(param["latched_topics"]), flush_period_s=float(param["flush_period_s"]),
             urdf_path=param["urdf_path"], world_model_checkpoint=param["world_model_checkpoint"],
-            world_model_config=param["world_model_config"],
         ))
         self.stats = PipelineStats()
         self._lock = threading.Lock()  # services, timers and callbacks share the recorder

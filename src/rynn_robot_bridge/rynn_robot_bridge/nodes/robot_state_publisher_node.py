@@ -19,11 +19,11 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Header, String
 from tf2_msgs.msg import TFMessage
 
-from rynn_retarget.description import resolve_urdf_path
-from rynn_retarget.node_runner import run_node
+from rynn_common.description import resolve_urdf_path
+from rynn_common.node_runner import run_node
 from rynn_retarget.nodes.tracker_node import TF_QOS, transform_from_matrix
-from rynn_retarget.pipeline_stats import PipelineStats
-from rynn_retarget.ros_conversions import make_diagnostics
+from rynn_common.pipeline_stats import PipelineStats
+from rynn_common.ros_conversions import make_diagnostics
 from rynn_robot_bridge.robot_state import LinkTransform, RobotStatePublisherCore
 
 NODE_NAME = "robot_state_publisher"

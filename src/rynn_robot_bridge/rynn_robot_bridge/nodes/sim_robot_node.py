@@ -18,9 +18,9 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import String
 
-from rynn_retarget.description import D435I_COLOR
-from rynn_retarget.node_runner import run_node
-from rynn_retarget.ros_conversions import time_from_seconds
+from rynn_common.description import D435I_COLOR
+from rynn_common.node_runner import run_node
+from rynn_common.ros_conversions import time_from_seconds
 from rynn_robot_bridge.config import load_robot_config
 from rynn_robot_bridge.ros_camera import CAMERA_INFO_TOPIC, CAMERA_QOS, IMAGE_TOPIC, make_camera_info, make_image
 from rynn_robot_bridge.sim.realtime import RealtimeSimRobot

@@ -12,12 +12,11 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from rynn_retarget.description import resolve_urdf_path
+from rynn_common.description import resolve_urdf_path
 
 NO_CHECKPOINT = "none"
-PACKAGED_PREFIX = "packaged default: "
 SIDECAR_NAME = "episode_info.json"  # next to metadata.yaml; rewritten at every flush, so it survives a crash
-PACKAGES_WITH_DATA = ("rynn_retarget", "rynn_world", "rynn_robot_bridge")  # whose shipped files are named portably
+PACKAGES_WITH_DATA = ("rynn_common", "rynn_retarget", "rynn_world", "rynn_robot_bridge")  # whose shipped files are named portably
 
 
 def file_sha256(path: Path) -> str:
@@ -30,7 +29,7 @@ def file_sha256(path: Path) -> str:
 
 def portable_name(path: str | Path) -> str:
     """How a data record names a file: package-relative for a file shipped in one of the project's
-    packages (``rynn_retarget/description/rynn_bimanual.urdf``), else its basename; never the
+    packages (``rynn_common/description/rynn_bimanual.urdf``), else its basename; never the
     recording machine's absolute path (the sha256 next to it says which file it was)."""
     resolved = Path(path).expanduser().resolve()
     for package in PACKAGES_WITH_DATA:
@@ -58,19 +57,6 @@ def checkpoint_sha256(path: str | Path | None) -> str:
     return digest.hexdigest()
 
 
-def resolve_checkpoint(checkpoint: str, model_config: str) -> str:
-    """The checkpoint the world-model node loads: the given one, else rynn_world's packaged
-    default for `model_config` (when rynn_world is installed and ships one), else ""."""
-    if checkpoint:
-        return checkpoint
-    try:
-        from rynn_world.checkpoints import packaged_checkpoint
-    except ImportError:  # a real-robot-only install without the world-model package
-        return ""
-    path = packaged_checkpoint(model_config) if model_config else None
-    return str(path) if path else ""
-
-
 @dataclass(frozen=True)
 class EpisodeSetup:
     """The part of an episode's metadata fixed before its first message."""
@@ -85,17 +71,14 @@ class EpisodeSetup:
     start_time_ns: int
 
     @classmethod
-    def create(cls, task: str, operator_id: str, mode: str, urdf_path: str, checkpoint: str, start_time_ns: int,
-               model_config: str = ""):
+    def create(cls, task: str, operator_id: str, mode: str, urdf_path: str, checkpoint: str, start_time_ns: int):
+        """``checkpoint``: the world model's weights as the bring-up resolved them ("" = none known)."""
         urdf = resolve_urdf_path(urdf_path or None)
-        resolved = resolve_checkpoint(checkpoint, model_config)
-        described = portable_name(resolved) if resolved else ""
-        if resolved and not checkpoint:
-            described = PACKAGED_PREFIX + described
         return cls(
             task=task, operator_id=operator_id, mode=mode, robot_description=portable_name(urdf),
-            robot_description_sha256=file_sha256(urdf), world_model_checkpoint=described or NO_CHECKPOINT,
-            world_model_checkpoint_sha256=checkpoint_sha256(resolved), start_time_ns=int(start_time_ns),
+            robot_description_sha256=file_sha256(urdf),
+            world_model_checkpoint=portable_name(checkpoint) if checkpoint else NO_CHECKPOINT,
+            world_model_checkpoint_sha256=checkpoint_sha256(checkpoint), start_time_ns=int(start_time_ns),
         )
 
     def as_dict(self) -> dict:

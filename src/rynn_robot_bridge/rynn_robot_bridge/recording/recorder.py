@@ -34,7 +34,6 @@ class RecorderSettings:
     flush_period_s: float = 1.0
     urdf_path: str = ""
     world_model_checkpoint: str = ""
-    world_model_config: str = "embedded_cpu"  # whose packaged default is recorded when no checkpoint is given
 
 
 @dataclass
@@ -113,7 +112,7 @@ class EpisodeRecorder:
         if self.episode is not None:
             raise RecorderError(f"already recording {self.episode.path.name}; stop or discard it first")
         setup = EpisodeSetup.create(task, operator_id, self.mode, self.settings.urdf_path,
-                                    self.settings.world_model_checkpoint, stamp_ns, self.settings.world_model_config)
+                                    self.settings.world_model_checkpoint, stamp_ns)
         index = next_episode_index(self.settings.output_dir, self._next_index)
         path = self.settings.output_dir / f"episode_{index:04d}"
         self.episode = EpisodeBag(path, setup, self.typestore, self.offered_qos)

@@ -32,7 +32,6 @@ class RecorderFileSettings:
     operator_id: str = ""
     urdf_path: str = ""
     world_model_checkpoint: str = ""
-    world_model_config: str = "embedded_cpu"
     mode_topic: str = "/rynn/mode"
     topics: list[str] = field(default_factory=lambda: list(DEFAULT_TOPICS))
     latched_topics: list[str] = field(default_factory=lambda: list(DEFAULT_LATCHED_TOPICS))

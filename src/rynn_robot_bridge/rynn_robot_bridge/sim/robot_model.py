@@ -13,8 +13,8 @@ from pathlib import Path
 
 import mujoco
 
-from rynn_retarget.action_layout import ARM_DOF, joint_names
-from rynn_retarget.description import D435I_COLOR, CameraIntrinsics, resolve_urdf_path
+from rynn_common.action_layout import ARM_DOF, joint_names
+from rynn_common.description import D435I_COLOR, CameraIntrinsics, resolve_urdf_path
 from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
 
 CAMERA_FRAME = "camera_color_optical_frame"

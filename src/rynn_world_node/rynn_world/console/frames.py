@@ -10,7 +10,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from rynn_retarget.description import D435I_COLOR, CameraIntrinsics
+from rynn_common.description import D435I_COLOR, CameraIntrinsics
 from rynn_world.skeleton.renderer import SkeletonRenderer
 
 MAX_BROWSER_FPS = 15.0

@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-from rynn_retarget.node_runner import run_components
+from rynn_common.node_runner import run_components
 from rynn_world.launcher.composition import NODE_FLAG
 
 

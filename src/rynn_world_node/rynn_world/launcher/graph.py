@@ -14,6 +14,8 @@ from pathlib import Path
 
 import yaml
 
+from rynn_world.checkpoints import packaged_checkpoint
+
 GRAPH_FILE = "teleop_graph.yaml"
 ARG_PATTERN = re.compile(r"\$\(arg ([A-Za-z_][A-Za-z0-9_]*)\)")
 ARGUMENT_KEYS = {"default", "choices", "translate", "description"}
@@ -80,7 +82,7 @@ class Graph:
 
 
 def default_graph_path() -> Path:
-    from rynn_retarget.config_paths import find_config
+    from rynn_common.config_paths import find_config
 
     return find_config(GRAPH_FILE)
 
@@ -139,6 +141,16 @@ def argument_values(graph: Graph, overrides: dict[str, str]) -> dict[str, object
         name: argument.parse(overrides[name] if name in overrides else argument.default_text)
         for name, argument in graph.arguments.items()
     }
+
+
+def with_packaged_checkpoint(values: dict[str, object]) -> dict[str, object]:
+    """An empty ``checkpoint`` becomes the packaged one of ``model_config`` (if it ships one): the
+    bring-up names the weights once, for the world-model node and for the recorder's episode
+    metadata (the recorder's package does not know rynn_world's checkpoints)."""
+    if values.get("checkpoint") != "" or "model_config" not in values:
+        return values
+    packaged = packaged_checkpoint(str(values["model_config"]))
+    return {**values, "checkpoint": str(packaged) if packaged else ""}
 
 
 def substitute(value, values: dict[str, object]):
@@ -212,7 +224,7 @@ def module_available(module: str) -> bool:
 
 def resolve(graph: Graph, overrides: dict[str, str] | None = None, check_modules: bool = True) -> list[NodeSpec]:
     """The nodes to start for these launch arguments, in start order."""
-    values = argument_values(graph, overrides or {})
+    values = with_packaged_checkpoint(argument_values(graph, overrides or {}))
     specs = []
     for entry in graph.nodes:
         if "if" in entry and not condition(entry["if"], values, f"node {entry['name']}"):

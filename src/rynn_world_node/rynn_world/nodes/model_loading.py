@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from rynn_retarget.description import D435I_COLOR
+from rynn_common.description import D435I_COLOR
 from rynn_world.checkpoints import packaged_checkpoint
 from rynn_world.model.configs import WorldModelConfig
 from rynn_world.streaming import StreamingWorldModel

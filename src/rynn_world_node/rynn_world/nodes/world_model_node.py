@@ -36,10 +36,10 @@ from rynn_teleop_msgs.msg import BimanualSkeleton, TeleopStatus
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import String
 
-from rynn_retarget.description import D435I_COLOR
-from rynn_retarget.node_runner import run_node
-from rynn_retarget.pipeline_stats import PipelineStats
-from rynn_retarget.ros_conversions import (
+from rynn_common.description import D435I_COLOR
+from rynn_common.node_runner import run_node
+from rynn_common.pipeline_stats import PipelineStats
+from rynn_common.ros_conversions import (
     bimanual_skeleton_to_arrays,
     make_diagnostics,
     make_teleop_status,

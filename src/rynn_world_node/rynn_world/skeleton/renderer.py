@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from rynn_retarget.description.camera import CameraIntrinsics
+from rynn_common.description.camera import CameraIntrinsics
 
 from .topology import FOREARM_ELBOW, FOREARM_WRIST, HAND_BONES, NUM_HAND_JOINTS
 

@@ -14,8 +14,8 @@ from geometry_msgs.msg import Point
 from rynn_teleop_msgs.msg import BimanualSkeleton, HandSkeleton, RobotAction, StageLatency, TeleopStatus
 from std_msgs.msg import Header
 
-from rynn_retarget.action_layout import validate_action
-from rynn_retarget.pipeline_stats import PipelineStats
+from rynn_common.action_layout import validate_action
+from rynn_common.pipeline_stats import PipelineStats
 
 NUM_HAND_JOINTS = 21
 SIDE_CODES = {"left": HandSkeleton.LEFT, "right": HandSkeleton.RIGHT}

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from rynn_retarget.action_layout import ACTION_DIM, joint_names, split_action, validate_action
+from rynn_common.action_layout import ACTION_DIM, joint_names, split_action, validate_action
 
-ros_conversions = pytest.importorskip("rynn_retarget.ros_conversions", reason="needs the built rynn_teleop_msgs")
+ros_conversions = pytest.importorskip("rynn_common.ros_conversions", reason="needs the built rynn_teleop_msgs")
 
 
 @pytest.mark.parametrize("length", [0, 53, 55, 108])
@@ -69,7 +69,7 @@ def test_validate_action_returns_float64_copy():
 def test_status_and_diagnostics_report_counters_latencies_and_faults():
     from diagnostic_msgs.msg import DiagnosticStatus
 
-    from rynn_retarget.pipeline_stats import PipelineStats
+    from rynn_common.pipeline_stats import PipelineStats
 
     stats = PipelineStats()
     for ms in (1.0, 2.0, 3.0):

@@ -1,4 +1,4 @@
-"""The robot description shipped with rynn_retarget, and how to choose another.
+"""The robot description shipped with rynn_common, and how to choose another.
 
 The project URDF stands in for the TIANJI M6 with two WUJI hands; a user with
 the vendor's own description points ``urdf_path`` in the config at it.
@@ -9,14 +9,14 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from rynn_retarget.description.camera import D435I_COLOR, CameraIntrinsics
+from rynn_common.description.camera import D435I_COLOR, CameraIntrinsics
 
 DEFAULT_URDF_NAME = "rynn_bimanual.urdf"
 
 
 def default_urdf_path() -> Path:
     """Path of the packaged ``rynn_bimanual.urdf``."""
-    return Path(str(resources.files("rynn_retarget.description").joinpath(DEFAULT_URDF_NAME)))
+    return Path(str(resources.files("rynn_common.description").joinpath(DEFAULT_URDF_NAME)))
 
 
 def resolve_urdf_path(configured: str | None = None) -> Path:
@@ -28,7 +28,7 @@ def resolve_urdf_path(configured: str | None = None) -> Path:
         return default_urdf_path()
     path = Path(configured).expanduser()
     if not path.is_file():
-        raise FileNotFoundError(f"robot description not found: {path} (set urdf_path in the retarget config)")
+        raise FileNotFoundError(f"robot description not found: {path} (set urdf_path in the config)")
     return path
 
 

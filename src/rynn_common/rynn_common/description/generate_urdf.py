@@ -5,7 +5,7 @@ images of each other, the hands stay identical to the vendor joint table, and
 every inertial matches its primitive geometry. Run it after any change and
 commit the output::
 
-    python -m rynn_retarget.description.generate_urdf
+    python -m rynn_common.description.generate_urdf
 
 Frames (REP-103): ``base_link`` x forward, y left, z up, on the table plane at
 the robot's front edge. In the zero configuration the arms hang straight down;
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rynn_retarget.description.camera import CAMERA_MOUNT_PITCH, CAMERA_MOUNT_XYZ
-from rynn_retarget.description.wuji_hand_spec import HAND_JOINTS, LINK_MASS
+from rynn_common.description.camera import CAMERA_MOUNT_PITCH, CAMERA_MOUNT_XYZ
+from rynn_common.description.wuji_hand_spec import HAND_JOINTS, LINK_MASS
 
 OUTPUT = Path(__file__).with_name("rynn_bimanual.urdf")
 

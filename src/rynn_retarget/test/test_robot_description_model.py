@@ -1,14 +1,9 @@
-import mujoco
+"""The packaged robot description as the retargeter's Pinocchio model sees it."""
+
 import pytest
 
-from rynn_retarget.action_layout import joint_names
-from rynn_retarget.description import D435I_COLOR, default_urdf_path, resolve_urdf_path
-from rynn_retarget.description.generate_urdf import build
+from rynn_common.action_layout import joint_names
 from rynn_retarget.kinematics.robot_model import frame_pose
-
-
-def test_committed_urdf_matches_generator():
-    assert default_urdf_path().read_text() == build()
 
 
 def test_pinocchio_model_has_the_54_action_joints_in_order(robot_model):
@@ -26,26 +21,9 @@ def test_hand_limits_copy_the_wuji_table(robot_model):
     assert robot_model.upperPositionLimit[robot_model.idx_qs[joint]] == pytest.approx(1.6033)
 
 
-def test_mujoco_loads_the_same_urdf():
-    model = mujoco.MjModel.from_xml_path(str(default_urdf_path()))
-    assert model.njnt == 54
-    assert mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "camera_color_optical_frame") >= 0
-
-
 def test_camera_optical_frame_looks_down_at_the_table(robot_model):
     camera = frame_pose(robot_model, "camera_color_optical_frame")
     forward, right, down = camera[:3, 2], camera[:3, 0], camera[:3, 1]
     assert forward[0] > 0.3 and forward[2] < -0.5  # forward and downwards
     assert right[1] == pytest.approx(-1.0, abs=1e-6)  # image x = robot right
     assert down[2] < 0.0
-
-
-def test_intrinsics_scale():
-    scaled = D435I_COLOR.scaled(832, 480)
-    assert (scaled.fx, scaled.cx, scaled.fy, scaled.cy) == pytest.approx((615 * 1.3, 416.0, 615.0, 240.0))
-
-
-def test_configured_urdf_must_exist(tmp_path):
-    with pytest.raises(FileNotFoundError, match="nope.urdf"):
-        resolve_urdf_path(str(tmp_path / "nope.urdf"))
-    assert resolve_urdf_path("") == default_urdf_path()
