@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from rynn_common.action_layout import ACTION_DIM, LEFT_ARM, RIGHT_ARM, RIGHT_HAND
+from rynn_common.action_trajectory import ActionTrajectory
 from rynn_retarget.config import load_retarget_config
 from rynn_common.description import D435I_COLOR
 from rynn_retarget.kinematics.calibration import load_calibration, save_calibration
@@ -134,6 +135,26 @@ def test_smoother_runs_at_200hz_within_limits_and_converges_after_input_stalls(p
     assert np.abs(positions[-1] - smoother.target).max() < 1e-6
     assert not smoother.set_target(np.full(ACTION_DIM, np.nan))
     assert smoother.counters["rejected_targets"] == 1
+
+
+def test_smoother_moves_as_the_shared_action_trajectory(pipeline_config):
+    """The smoother is rynn_common's ActionTrajectory (joints independent) with the configured
+    limits, step for step, the same wrapper the bridge's safe approach runs on."""
+    pipeline = RetargetPipeline(pipeline_config)
+    smoother = pipeline.make_smoother()
+    start = smoother.target
+    reference = ActionTrajectory(pipeline_config.smoothing.rate_hz, *pipeline_config.smoothing.limits(), start=start,
+                                 synchronized=False)
+    rng = np.random.default_rng(2)
+    for tick in range(300):
+        if tick % 5 == 0:
+            target = np.clip(start + rng.normal(0.0, 0.2, ACTION_DIM), pipeline.lower, pipeline.upper)
+            smoother.set_target(target)
+            reference.set_target(target)
+        position, velocity = smoother.step()
+        assert reference.step()
+        np.testing.assert_array_equal(position, reference.position)
+        np.testing.assert_array_equal(velocity, reference.velocity)
 
 
 def test_synthetic_operator_is_repeatable_and_seedable():

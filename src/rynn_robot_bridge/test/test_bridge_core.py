@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from rynn_common.action_layout import ACTION_DIM, LEFT_ARM, joint_names
+from rynn_common.action_trajectory import ActionTrajectory
 from rynn_common.description import resolve_urdf_path
 from rynn_robot_bridge.bridge.camera_router import CameraRouter, FrameFormat, Routed
 from rynn_robot_bridge.bridge.command_limiter import ActionInbox, CommandLimiter
@@ -234,6 +235,21 @@ def test_transition_clamps_an_out_of_limit_target(limits):
     for _ in range(int(6 * RATE)):
         position = approach.step(target)
     assert approach.done and position[0] == pytest.approx(0.9, abs=0.005)
+
+
+def test_transition_moves_as_the_shared_action_trajectory(limits):
+    """The approach is rynn_common's ActionTrajectory (synchronised) with the reduced limits, step
+    for step, the same wrapper the retarget smoother runs on."""
+    reduced = TransitionLimits()
+    start = limits.clamp(np.zeros(ACTION_DIM))
+    target = limits.clamp(start + 0.3)
+    approach = SafeTransition(reduced, limits, RATE, start)
+    reference = ActionTrajectory(RATE, *reduced.per_joint(limits.velocity), start=start, synchronized=True)
+    reference.set_target(target)
+    for _ in range(int(2 * RATE)):
+        position = approach.step(target)
+        assert reference.step()
+        np.testing.assert_array_equal(position, reference.position)
 
 
 # --- commander ----------------------------------------------------------------------------

@@ -11,9 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from ruckig import InputParameter, OutputParameter, Result, Ruckig, Synchronization
 
-from rynn_common.action_layout import ACTION_DIM, LEFT_ARM, LEFT_HAND, RIGHT_ARM, RIGHT_HAND
+from rynn_common.action_trajectory import ActionTrajectory, arm_hand_vector
 from rynn_robot_bridge.bridge.joint_limits import JointLimits
 
 
@@ -31,43 +30,29 @@ class TransitionLimits:
 
     def per_joint(self, joint_velocity: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(velocity, acceleration, jerk) per action joint; velocity never above the URDF limit."""
-        velocity, acceleration, jerk = np.empty(ACTION_DIM), np.empty(ACTION_DIM), np.empty(ACTION_DIM)
-        for part, group in ((LEFT_ARM, "arm"), (RIGHT_ARM, "arm"), (LEFT_HAND, "hand"), (RIGHT_HAND, "hand")):
-            velocity[part] = getattr(self, f"{group}_velocity")
-            acceleration[part] = getattr(self, f"{group}_acceleration")
-            jerk[part] = getattr(self, f"{group}_jerk")
-        return np.minimum(velocity, joint_velocity), acceleration, jerk
+        return (np.minimum(arm_hand_vector(self.arm_velocity, self.hand_velocity), joint_velocity),
+                arm_hand_vector(self.arm_acceleration, self.hand_acceleration),
+                arm_hand_vector(self.arm_jerk, self.hand_jerk))
 
 
 class SafeTransition:
-    """A Ruckig approach from ``start`` (at rest) that follows a moving target until it is reached."""
+    """An approach from ``start`` (at rest) that follows a moving target until it is reached; all
+    joints arrive together along a straight line."""
 
     def __init__(self, limits: TransitionLimits, joint_limits: JointLimits, rate_hz: float, start: np.ndarray):
         self.tolerance = limits.arrival_tolerance_rad
         self.joint_limits = joint_limits
-        self._otg = Ruckig(ACTION_DIM, 1.0 / rate_hz)
-        self._input = InputParameter(ACTION_DIM)
-        self._output = OutputParameter(ACTION_DIM)
-        velocity, acceleration, jerk = limits.per_joint(joint_limits.velocity)
-        self._input.max_velocity = velocity.tolist()
-        self._input.max_acceleration = acceleration.tolist()
-        self._input.max_jerk = jerk.tolist()
-        self._input.synchronization = Synchronization.Phase  # all joints arrive together along a straight line
-        start = joint_limits.clamp(np.asarray(start, dtype=np.float64))
-        self._input.current_position = start.tolist()
-        self._input.current_velocity = [0.0] * ACTION_DIM
-        self._input.current_acceleration = [0.0] * ACTION_DIM
-        self._position = start
+        self._trajectory = ActionTrajectory(rate_hz, *limits.per_joint(joint_limits.velocity),
+                                            start=joint_limits.clamp(np.asarray(start, dtype=np.float64)),
+                                            synchronized=True)
         self.done = False
 
     def step(self, target: np.ndarray) -> np.ndarray:
         """Advance one cycle towards ``target`` (clamped into the joint limits); sets ``done`` on arrival."""
         goal = self.joint_limits.clamp(np.asarray(target, dtype=np.float64))
-        self._input.target_position = goal.tolist()
-        result = self._otg.update(self._input, self._output)
-        if result not in (Result.Working, Result.Finished):
-            raise RuntimeError(f"Ruckig failed to plan the approach: {result}")
-        self._output.pass_to_input(self._input)
-        self._position = np.asarray(self._output.new_position)
-        self.done = bool(np.abs(goal - self._position).max() <= self.tolerance)
-        return self._position
+        self._trajectory.set_target(goal)
+        if not self._trajectory.step():
+            raise RuntimeError(f"Ruckig failed to plan the approach: {self._trajectory.last_result}")
+        position = self._trajectory.position
+        self.done = bool(np.abs(goal - position).max() <= self.tolerance)
+        return position

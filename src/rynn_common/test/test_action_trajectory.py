@@ -1,0 +1,79 @@
+"""The suite's one Ruckig wrapper: limits held, the two synchronisation modes, failures reported;
+and no second wrapper anywhere in the sources."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rynn_common.action_layout import ACTION_DIM, LEFT_ARM, LEFT_HAND, RIGHT_ARM, RIGHT_HAND
+from rynn_common.action_trajectory import ActionTrajectory, arm_hand_vector
+
+RATE = 200.0
+SOURCES = Path(__file__).resolve().parents[2]  # src/
+
+
+def test_arm_hand_vector_puts_each_value_on_its_joints():
+    vector = arm_hand_vector(1.5, -2.0)
+    assert vector.shape == (ACTION_DIM,)
+    assert (vector[LEFT_ARM] == 1.5).all() and (vector[RIGHT_ARM] == 1.5).all()
+    assert (vector[LEFT_HAND] == -2.0).all() and (vector[RIGHT_HAND] == -2.0).all()
+
+
+def _trajectory(synchronized: bool, start=None) -> ActionTrajectory:
+    limits = arm_hand_vector(1.0, 4.0), arm_hand_vector(5.0, 20.0), arm_hand_vector(50.0, 400.0)
+    return ActionTrajectory(RATE, *limits, start=np.zeros(ACTION_DIM) if start is None else start,
+                            synchronized=synchronized)
+
+
+@pytest.mark.parametrize("synchronized", [False, True])
+def test_motion_respects_the_velocity_limits_and_reaches_the_target(synchronized):
+    trajectory = _trajectory(synchronized)
+    target = np.full(ACTION_DIM, 0.5)
+    target[0] = 1.0
+    trajectory.set_target(target)
+    previous = trajectory.position
+    for _ in range(int(5 * RATE)):
+        assert trajectory.step()
+        step = np.abs(trajectory.position - previous) * RATE
+        assert (step <= arm_hand_vector(1.0, 4.0) + 1e-9).all()
+        previous = trajectory.position
+    np.testing.assert_allclose(trajectory.position, target, atol=1e-9)
+    np.testing.assert_allclose(trajectory.velocity, 0.0, atol=1e-9)
+
+
+def test_synchronized_joints_arrive_together_independent_ones_do_not():
+    def arrival_steps(synchronized: bool) -> np.ndarray:
+        trajectory = _trajectory(synchronized)
+        target = np.full(ACTION_DIM, 0.05)
+        target[0] = 1.0  # one far joint
+        trajectory.set_target(target)
+        arrived = np.full(ACTION_DIM, -1)
+        for k in range(int(5 * RATE)):
+            trajectory.step()
+            arrived[(arrived < 0) & (np.abs(trajectory.position - target) < 1e-6)] = k
+        return arrived
+
+    independent, together = arrival_steps(False), arrival_steps(True)
+    assert independent[1] < independent[0] / 2  # a near joint does not wait for the far one
+    assert together.max() - together.min() <= 0.02 * together.max()  # every joint within 2 % of the far one
+
+
+def test_reset_stops_at_rest_where_asked():
+    trajectory = _trajectory(False)
+    trajectory.set_target(np.ones(ACTION_DIM))
+    for _ in range(20):
+        trajectory.step()
+    assert np.abs(trajectory.velocity).max() > 0
+    trajectory.reset(np.full(ACTION_DIM, 0.2))
+    assert trajectory.step()
+    np.testing.assert_array_equal(trajectory.position, np.full(ACTION_DIM, 0.2))
+    np.testing.assert_array_equal(trajectory.velocity, np.zeros(ACTION_DIM))
+
+
+def test_no_other_module_drives_ruckig():
+    """The smoother (rynn_retarget) and the safe approach (rynn_robot_bridge) both go through
+    ActionTrajectory; a second Ruckig wrapper would let their motion rules drift apart."""
+    users = sorted(str(path.relative_to(SOURCES)) for path in SOURCES.rglob("*.py")
+                   if "/test/" not in str(path) and ("from ruckig" in path.read_text() or "import ruckig" in path.read_text()))
+    assert users == ["rynn_common/rynn_common/action_trajectory.py"], users
