@@ -8,41 +8,11 @@ import numpy as np
 import pytest
 from rosbags.rosbag2 import Reader
 
-from rynn_common.description import D435I_COLOR
 from rynn_robot_bridge.recording.metadata import file_sha256
 from rynn_robot_bridge.episodes.bag_writer import make_typestore
 from rynn_robot_bridge.export.clips import export_clips
 
-from test_export_lerobot import HEIGHT, SECOND, WIDTH, BagBuilder
-
-INTRINSICS = D435I_COLOR.scaled(WIDTH, HEIGHT)
-
-
-class SkeletonBagBuilder(BagBuilder):
-    """Adds CameraInfo and the retargeter's camera-frame skeleton (16 Hz, hands 0.5 m in front of the camera)."""
-
-    def episode(self, *args, with_camera_info=True, **kwargs):
-        self._with_camera_info = with_camera_info
-        return super().episode(*args, **kwargs)
-
-    def offer(self, topic, msgtype, msg, stamp_ns):
-        super().offer(topic, msgtype, msg, stamp_ns)
-        if topic == "/camera/camera/color/image_raw" and self.recorder.recording:
-            if self._with_camera_info:
-                k = INTRINSICS.matrix()
-                info = self.t["sensor_msgs/msg/CameraInfo"](
-                    header=msg.header, height=HEIGHT, width=WIDTH, distortion_model="plumb_bob", d=np.zeros(5),
-                    k=k.ravel(), r=np.eye(3).ravel(), p=np.hstack([k, np.zeros((3, 1))]).ravel(), binning_x=0, binning_y=0,
-                    roi=self.t["sensor_msgs/msg/RegionOfInterest"](x_offset=0, y_offset=0, height=0, width=0, do_rectify=False))
-                super().offer("/camera/camera/color/camera_info", "sensor_msgs/msg/CameraInfo", info, stamp_ns)
-            Point = self.t["geometry_msgs/msg/Point"]
-            Hand = self.t["rynn_teleop_msgs/msg/HandSkeleton"]
-            hands = [Hand(header=msg.header, side=side, joints=[Point(x=0.1 * (side - 0.5), y=0.01 * j, z=0.5) for j in range(21)],
-                          confidence=np.ones(21, np.float32), valid=True) for side in (0, 1)]
-            skeleton = self.t["rynn_teleop_msgs/msg/BimanualSkeleton"](
-                header=msg.header, left=hands[0], right=hands[1], left_elbow=Point(x=0.0, y=0.0, z=0.0),
-                right_elbow=Point(x=0.0, y=0.0, z=0.0), left_elbow_valid=False, right_elbow_valid=False)
-            super().offer("/rynn/operator/skeleton_camera", "rynn_teleop_msgs/msg/BimanualSkeleton", skeleton, stamp_ns)
+from recorded_bags import HEIGHT, INTRINSICS, SECOND, WIDTH, BagBuilder, SkeletonBagBuilder
 
 
 def test_clips_match_the_generator_layout_and_resume(tmp_path):
@@ -87,14 +57,3 @@ def test_a_bag_without_the_skeleton_topic_is_named(tmp_path):
     bag = BagBuilder(tmp_path / "recordings").episode("real", "t", seconds=0.3)
     entries, skipped = export_clips([bag], tmp_path / "clips", fps=16, progress=False)
     assert entries == [] and "missing topic(s) /rynn/operator/skeleton_camera" in skipped[str(bag)]
-
-
-@pytest.mark.slow  # imports the training stack (torch): ~10 s of CPU
-def test_the_training_reader_takes_recorded_clips(tmp_path):
-    robot_episodes = pytest.importorskip("rynn_world.data.robot_episodes")
-    builder = SkeletonBagBuilder(tmp_path / "recordings")
-    builder.episode("digital", "wipe", seconds=0.5)
-    entries, _ = export_clips([tmp_path / "recordings"], tmp_path / "clips", fps=16, progress=False)
-    episode = robot_episodes.read_episode(tmp_path / "clips" / entries[0]["bag"].rsplit("/", 1)[0])
-    assert episode.frames.shape == (8, HEIGHT, WIDTH, 3) and episode.actions.shape == (8, 54)
-    np.testing.assert_allclose(episode.joints_camera[0, 0, 0], [-0.05, 0.0, 0.5], atol=1e-6)

@@ -16,60 +16,8 @@ from rynn_common.action_layout import joint_names
 from rynn_robot_bridge.export.bag_episode import EpisodeExportError, find_bags, load_episode
 from rynn_robot_bridge.export.lerobot import IMAGE_KEY, export
 from rynn_robot_bridge.recording.metadata import file_sha256
-from rynn_robot_bridge.recording.recorder import EpisodeRecorder, RecorderSettings
+from recorded_bags import HEIGHT, SECOND, WIDTH, BagBuilder
 from ros_test_tools import node_env
-
-WIDTH, HEIGHT = 64, 48
-SECOND = 10**9
-
-
-class BagBuilder:
-    """Episodes written by the real recorder core (no DDS needed): camera 30 Hz, joint states 100 Hz, actions 200 Hz."""
-
-    def __init__(self, out):
-        self.recorder = EpisodeRecorder(RecorderSettings(out))
-        self.store = self.recorder.typestore
-        self.t = self.store.types
-
-    def _header(self, stamp_ns, frame_id=""):
-        time = self.t["builtin_interfaces/msg/Time"](sec=stamp_ns // SECOND, nanosec=stamp_ns % SECOND)
-        return self.t["std_msgs/msg/Header"](stamp=time, frame_id=frame_id)
-
-    def offer(self, topic, msgtype, msg, stamp_ns):
-        self.recorder.offer(topic, msgtype, self.store.serialize_cdr(msg, msgtype), stamp_ns)
-
-    def episode(self, mode, task, seconds=1.0, action_size=54, bad_actions=0, skip_topic=None, start_ns=10 * SECOND):
-        self.offer("/rynn/mode", "std_msgs/msg/String", self.t["std_msgs/msg/String"](data=mode), start_ns - SECOND)
-        name = self.recorder.start(task, "op-1", start_ns, 0.0)
-        events = []
-        events += [(start_ns + i * SECOND // 30, "image", i) for i in range(int(seconds * 30))]
-        events += [(start_ns + i * SECOND // 100, "state", i) for i in range(int(seconds * 100))]
-        events += [(start_ns + i * SECOND // 200, "action", i) for i in range(int(seconds * 200))]
-        for stamp, kind, i in sorted(events):
-            if kind == skip_topic:
-                continue
-            if kind == "image":
-                pixels = np.full((HEIGHT, WIDTH, 3), (i * 8 % 256, 100 if mode == "real" else 200, 50), np.uint8)
-                msg = self.t["sensor_msgs/msg/Image"](header=self._header(stamp, "camera_color_optical_frame"),
-                                                      height=HEIGHT, width=WIDTH, encoding="rgb8", is_bigendian=0,
-                                                      step=WIDTH * 3, data=pixels.reshape(-1))
-                self.offer("/camera/camera/color/image_raw", "sensor_msgs/msg/Image", msg, stamp)
-            elif kind == "state":
-                msg = self.t["sensor_msgs/msg/JointState"](header=self._header(stamp), name=joint_names(),
-                                                           position=np.full(54, i / 100), velocity=np.zeros(0),
-                                                           effort=np.zeros(0))
-                self.offer("/joint_states", "sensor_msgs/msg/JointState", msg, stamp)
-            elif action_size == 54:
-                positions = np.full(54, np.nan if i < bad_actions else i / 200)
-                msg = self.t["rynn_teleop_msgs/msg/RobotAction"](header=self._header(stamp, "base_link"),
-                                                                 positions=positions, sequence=i)
-                self.offer("/rynn/action", "rynn_teleop_msgs/msg/RobotAction", msg, stamp)
-            else:  # a producer that publishes the action as a plain array, with the wrong size
-                layout = self.t["std_msgs/msg/MultiArrayLayout"](dim=[], data_offset=0)
-                msg = self.t["std_msgs/msg/Float64MultiArray"](layout=layout, data=np.zeros(action_size))
-                self.offer("/rynn/action", "std_msgs/msg/Float64MultiArray", msg, stamp)
-        self.recorder.stop()
-        return self.recorder.settings.output_dir / name
 
 
 @pytest.fixture(scope="module")
