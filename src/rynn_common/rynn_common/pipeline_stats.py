@@ -2,14 +2,20 @@
 
 ROS-free so the numbers a node publishes in TeleopStatus and diagnostics are
 unit-tested; ``ros_conversions.make_teleop_status`` turns a snapshot into a message.
+Thread-safe: nodes count from worker threads (generation, command loop, LCM, session
+threads) while their status timer reads, so every write and the snapshot a timer
+reads go through one lock, and readers only ever see copies.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter, deque
+from collections.abc import Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
@@ -24,7 +30,7 @@ class LatencySummary:
 
 
 class RollingLatency:
-    """The last ``window`` durations of one stage [s], summarised on demand."""
+    """The last ``window`` durations of one stage [s] (not locked itself: PipelineStats is)."""
 
     def __init__(self, window: int = 500):
         self._samples: deque[float] = deque(maxlen=window)
@@ -34,28 +40,54 @@ class RollingLatency:
         self._samples.append(float(seconds))
         self.count += 1
 
-    def summary(self, stage: str) -> LatencySummary:
-        if not self._samples:
-            return LatencySummary(stage, 0.0, 0.0, 0.0, 0)
-        arr = np.fromiter(self._samples, dtype=np.float64)
-        return LatencySummary(
-            stage, arr[-1], float(np.percentile(arr, 50)), float(np.percentile(arr, 99)), self.count
-        )
+    def readings(self) -> tuple[np.ndarray, int]:
+        """A copy of the window and the count so far: cheap to take under a lock."""
+        return np.fromiter(self._samples, dtype=np.float64, count=len(self._samples)), self.count
 
 
-@dataclass
+def summarise(stage: str, samples: np.ndarray, count: int) -> LatencySummary:
+    if not len(samples):
+        return LatencySummary(stage, 0.0, 0.0, 0.0, 0)
+    return LatencySummary(stage, samples[-1], float(np.percentile(samples, 50)), float(np.percentile(samples, 99)), count)
+
+
+@dataclass(frozen=True)
+class StatsSnapshot:
+    """One consistent reading of a PipelineStats: what a status message is made from."""
+
+    latencies: tuple[LatencySummary, ...]
+    dropped: Mapping[str, int]
+    rejected: Mapping[str, int]
+    outputs: int
+    faults: Mapping[str, str]
+
+    @property
+    def dropped_total(self) -> int:
+        return sum(self.dropped.values())
+
+    @property
+    def rejected_total(self) -> int:
+        return sum(self.rejected.values())
+
+
 class PipelineStats:
-    """Latencies by stage, counted drops/rejects by reason, and active faults."""
+    """Latencies by stage, counted drops/rejects by reason, outputs, and active faults."""
 
-    window: int = 500
-    latencies: dict[str, RollingLatency] = field(default_factory=dict)
-    dropped: Counter = field(default_factory=Counter)
-    rejected: Counter = field(default_factory=Counter)
-    outputs: int = 0
-    faults: dict[str, str] = field(default_factory=dict)
+    def __init__(self, window: int = 500):
+        self.window = window
+        self._lock = threading.Lock()
+        self._latencies: dict[str, RollingLatency] = {}
+        self._dropped: Counter = Counter()
+        self._rejected: Counter = Counter()
+        self._outputs = 0
+        self._faults: dict[str, str] = {}
 
     def record(self, stage: str, seconds: float) -> None:
-        self.latencies.setdefault(stage, RollingLatency(self.window)).add(seconds)
+        with self._lock:
+            latency = self._latencies.get(stage)
+            if latency is None:
+                latency = self._latencies[stage] = RollingLatency(self.window)
+            latency.add(seconds)
 
     @contextmanager
     def timed(self, stage: str):
@@ -68,25 +100,77 @@ class PipelineStats:
 
     def drop(self, reason: str, n: int = 1) -> None:
         """An input that was valid but not used (stale, out of order, superseded)."""
-        self.dropped[reason] += n
+        with self._lock:
+            self._dropped[reason] += n
 
     def reject(self, reason: str, n: int = 1) -> None:
         """An input refused as invalid (NaN, wrong size, out of limits, jump)."""
-        self.rejected[reason] += n
+        with self._lock:
+            self._rejected[reason] += n
+
+    def count_output(self, n: int = 1) -> None:
+        with self._lock:
+            self._outputs += n
+
+    def set_totals(self, *, outputs: int | None = None, dropped: Mapping[str, int] | None = None,
+                   rejected: Mapping[str, int] | None = None) -> None:
+        """Mirror counters another component keeps (absolute totals by reason, not increments)."""
+        with self._lock:
+            if outputs is not None:
+                self._outputs = int(outputs)
+            for reason, n in (dropped or {}).items():
+                self._dropped[reason] = int(n)
+            for reason, n in (rejected or {}).items():
+                self._rejected[reason] = int(n)
 
     def set_fault(self, key: str, description: str) -> None:
-        self.faults[key] = description
+        with self._lock:
+            self._faults[key] = description
 
     def clear_fault(self, key: str) -> None:
-        self.faults.pop(key, None)
+        with self._lock:
+            self._faults.pop(key, None)
 
-    def summaries(self) -> list[LatencySummary]:
-        return [lat.summary(stage) for stage, lat in sorted(self.latencies.items())]
+    def replace_faults(self, faults: Mapping[str, str]) -> None:
+        """The active faults are exactly ``faults`` (for a node whose core decides them all)."""
+        with self._lock:
+            self._faults = dict(faults)
+
+    def snapshot(self) -> StatsSnapshot:
+        """Copies taken under the lock; the percentiles are computed after it is released."""
+        with self._lock:
+            readings = [(stage, *lat.readings()) for stage, lat in sorted(self._latencies.items())]
+            dropped, rejected = Counter(self._dropped), Counter(self._rejected)
+            outputs, faults = self._outputs, dict(self._faults)
+        return StatsSnapshot(
+            latencies=tuple(summarise(*reading) for reading in readings),
+            dropped=MappingProxyType(dropped),
+            rejected=MappingProxyType(rejected),
+            outputs=outputs,
+            faults=MappingProxyType(faults),
+        )
+
+    # Read-only views for code and tests that read one part: copies, never the live state.
+    @property
+    def latencies(self) -> Mapping[str, LatencySummary]:
+        return MappingProxyType({summary.stage: summary for summary in self.snapshot().latencies})
 
     @property
-    def dropped_total(self) -> int:
-        return sum(self.dropped.values())
+    def dropped(self) -> Mapping[str, int]:
+        with self._lock:
+            return MappingProxyType(Counter(self._dropped))
 
     @property
-    def rejected_total(self) -> int:
-        return sum(self.rejected.values())
+    def rejected(self) -> Mapping[str, int]:
+        with self._lock:
+            return MappingProxyType(Counter(self._rejected))
+
+    @property
+    def faults(self) -> Mapping[str, str]:
+        with self._lock:
+            return MappingProxyType(dict(self._faults))
+
+    @property
+    def outputs(self) -> int:
+        with self._lock:
+            return self._outputs

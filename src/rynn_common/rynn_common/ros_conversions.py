@@ -160,18 +160,19 @@ def _optional_point(values) -> tuple[Point, bool]:
 
 
 def make_teleop_status(stats: PipelineStats, source: str, mode: int, stamp: Time) -> TeleopStatus:
-    """TeleopStatus for /rynn/status from a node's PipelineStats."""
+    """TeleopStatus for /rynn/status from one snapshot of a node's PipelineStats."""
+    snapshot = stats.snapshot()
     msg = TeleopStatus(
         header=Header(stamp=stamp),
         source=source,
         mode=int(mode),
-        dropped_inputs=stats.dropped_total,
-        rejected_inputs=stats.rejected_total,
-        outputs=stats.outputs,
-        faults=[f"{key}: {text}" for key, text in sorted(stats.faults.items())],
+        dropped_inputs=snapshot.dropped_total,
+        rejected_inputs=snapshot.rejected_total,
+        outputs=snapshot.outputs,
+        faults=[f"{key}: {text}" for key, text in sorted(snapshot.faults.items())],
     )
     msg.latencies = [
-        StageLatency(stage=s.stage, last=s.last, p50=s.p50, p99=s.p99) for s in stats.summaries()
+        StageLatency(stage=s.stage, last=s.last, p50=s.p50, p99=s.p99) for s in snapshot.latencies
     ]
     return msg
 
@@ -181,19 +182,20 @@ def make_diagnostics(stats: PipelineStats, name: str, hardware_id: str, stamp: T
 
     ERROR while a fault is active, WARN once anything was rejected, else OK.
     """
-    if stats.faults:
-        level, message = DiagnosticStatus.ERROR, "; ".join(sorted(stats.faults.values()))
-    elif stats.rejected_total:
-        level, message = DiagnosticStatus.WARN, f"{stats.rejected_total} input(s) rejected"
+    snapshot = stats.snapshot()
+    if snapshot.faults:
+        level, message = DiagnosticStatus.ERROR, "; ".join(sorted(snapshot.faults.values()))
+    elif snapshot.rejected_total:
+        level, message = DiagnosticStatus.WARN, f"{snapshot.rejected_total} input(s) rejected"
     else:
         level, message = DiagnosticStatus.OK, "ok"
-    values = [KeyValue(key="outputs", value=str(stats.outputs))]
-    for s in stats.summaries():
+    values = [KeyValue(key="outputs", value=str(snapshot.outputs))]
+    for s in snapshot.latencies:
         values += [
             KeyValue(key=f"{s.stage}.p50_ms", value=f"{s.p50 * 1e3:.3f}"),
             KeyValue(key=f"{s.stage}.p99_ms", value=f"{s.p99 * 1e3:.3f}"),
         ]
-    values += [KeyValue(key=f"dropped.{k}", value=str(v)) for k, v in sorted(stats.dropped.items())]
-    values += [KeyValue(key=f"rejected.{k}", value=str(v)) for k, v in sorted(stats.rejected.items())]
+    values += [KeyValue(key=f"dropped.{k}", value=str(v)) for k, v in sorted(snapshot.dropped.items())]
+    values += [KeyValue(key=f"rejected.{k}", value=str(v)) for k, v in sorted(snapshot.rejected.items())]
     status = DiagnosticStatus(level=level, name=name, message=message, hardware_id=hardware_id, values=values)
     return DiagnosticArray(header=Header(stamp=stamp), status=[status])

@@ -76,7 +76,7 @@ def test_status_and_diagnostics_report_counters_latencies_and_faults():
         stats.record("ik", ms * 1e-3)
     stats.drop("stale", 2)
     stats.reject("nan_joint")
-    stats.outputs = 5
+    stats.count_output(5)
     stamp = ros_conversions.time_from_seconds(1.0)
     status = ros_conversions.make_teleop_status(stats, "retarget", 1, stamp)
     assert (status.dropped_inputs, status.rejected_inputs, status.outputs, status.mode) == (2, 1, 5, 1)

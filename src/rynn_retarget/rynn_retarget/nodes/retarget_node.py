@@ -278,19 +278,19 @@ class RetargetNode(Node):
         state = JointState(name=self.names, position=position.tolist(), velocity=velocity.tolist())
         state.header.stamp = stamp
         self.command_pub.publish(state)
-        self.stats.outputs += 1
+        self.stats.count_output()
 
     # --- status and calibration -----------------------------------------------
     def publish_status(self) -> None:
         with self.lock:
-            for name, count in self.pipeline.counters.items():
-                if name in GUARD_DROPS:
-                    self.stats.dropped[f"guard_{name}"] = count
-                elif name != "accepted":
-                    self.stats.rejected[f"guard_{name}"] = count
+            counters = self.pipeline.counters
+            self.stats.set_totals(
+                dropped={f"guard_{name}": count for name, count in counters.items() if name in GUARD_DROPS},
+                rejected={f"guard_{name}": count for name, count in counters.items()
+                          if name not in GUARD_DROPS and name != "accepted"})
             self.pipeline.guard.check_stale(time.monotonic())  # counts stale episodes
         with self.smoother_lock:
-            self.stats.rejected["smoother_rejected_target"] = self.smoother.counters["rejected_targets"]
+            self.stats.set_totals(rejected={"smoother_rejected_target": self.smoother.counters["rejected_targets"]})
         stamp = self.get_clock().now().to_msg()
         self.status_pub.publish(make_teleop_status(self.stats, self.get_name(), TeleopStatus.MODE_UNKNOWN, stamp))
         self.diagnostics_pub.publish(make_diagnostics(self.stats, f"{self.get_name()}: retarget", "operator", stamp))

@@ -293,16 +293,16 @@ class BridgeNode(Node):
         self._reported_faults = set(faults)
         stamp = self.get_clock().now().to_msg()
         with self._stats_lock:
-            self.stats.faults = faults
-            self.stats.outputs = self._frames_forwarded + self.link.commands_sent
-            for reason, count in self.link.rejected.items():
-                self.stats.rejected[reason] = count
-            for reason, count in vars(self.commander.state_validator.counters).items():
-                if reason.startswith("rejected_") and count:
-                    self.stats.rejected[f"robot_state_{reason.removeprefix('rejected_')}"] = count
-            self.stats.dropped["command_cycle_errors"] = self.command_loop.errors
-            self.stats.dropped["stale_action_watchdog_trips"] = self.commander.watchdog_trips
-            self.stats.dropped["command_deadlines_missed"] = self.command_loop.missed_deadlines
+            self.stats.replace_faults(faults)
+            state_rejects = {f"robot_state_{reason.removeprefix('rejected_')}": count
+                             for reason, count in vars(self.commander.state_validator.counters).items()
+                             if reason.startswith("rejected_") and count}
+            self.stats.set_totals(
+                outputs=self._frames_forwarded + self.link.commands_sent,
+                rejected={**self.link.rejected, **state_rejects},
+                dropped={"command_cycle_errors": self.command_loop.errors,
+                         "stale_action_watchdog_trips": self.commander.watchdog_trips,
+                         "command_deadlines_missed": self.command_loop.missed_deadlines})
             status = make_teleop_status(self.stats, NODE_NAME, int(self.commander.mode), stamp)
             diagnostics = make_diagnostics(self.stats, NODE_NAME, self.link.url, stamp)
         self.status_pub.publish(status)

@@ -97,7 +97,7 @@ class RealSenseCameraNode(Node):
         self.image_pub.publish(make_image(rgb, stamp, self.frame_id))
         self.info_pub.publish(make_camera_info(calibration.intrinsics, stamp, self.frame_id,
                                                calibration.distortion_model, calibration.distortion))
-        self.stats.outputs += 1
+        self.stats.count_output()
 
     def destroy_node(self):
         self._stop.set()

@@ -180,10 +180,9 @@ class RecorderNode(Node):
         stamp = self.get_clock().now().to_msg()
         with self._lock:
             totals = self.recorder.totals
-            self.stats.outputs = sum(c.written for c in totals.topics.values())
-            for topic, counts in totals.topics.items():
-                self.stats.dropped[f"{topic} lost"] = counts.lost
-                self.stats.rejected[f"{topic} write_failed"] = counts.failed
+            self.stats.set_totals(outputs=sum(c.written for c in totals.topics.values()),
+                                  dropped={f"{topic} lost": c.lost for topic, c in totals.topics.items()},
+                                  rejected={f"{topic} write_failed": c.failed for topic, c in totals.topics.items()})
             status = make_teleop_status(self.stats, NODE_NAME, TeleopStatus.MODE_UNKNOWN, stamp)
             diagnostics = make_diagnostics(self.stats, NODE_NAME, str(self.recorder.settings.output_dir), stamp)
             episode = self.recorder.episode

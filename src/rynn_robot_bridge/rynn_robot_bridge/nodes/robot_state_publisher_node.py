@@ -75,11 +75,10 @@ class RobotStatePublisherNode(Node):
         # keep the phase (a 100 Hz input gives 20 Hz, not every 60 ms), but never a burst after a gap
         due = now_ns if self._next_publish_ns is None else self._next_publish_ns
         self._next_publish_ns = max(due + self.publish_period_ns, now_ns)
-        self.stats.outputs += 1
+        self.stats.count_output()
 
     def _publish_diagnostics(self) -> None:
-        self.stats.rejected.clear()
-        self.stats.rejected.update(self.core.drops)
+        self.stats.set_totals(rejected=self.core.drops)
         stamp = self.get_clock().now().to_msg()
         self.diagnostics_pub.publish(make_diagnostics(self.stats, NODE_NAME, self.core.urdf_path.name, stamp))
 

@@ -176,7 +176,7 @@ class WorldModelNode(Node):
                     image = cv2.resize(image, size, interpolation=cv2.INTER_LINEAR)
                 self.image_pub.publish(make_image(image, stamp, self.frame_id))
                 self.info_pub.publish(make_camera_info(self.intrinsics, stamp, self.frame_id))
-            self.stats.outputs += 1
+            self.stats.count_output()
 
     def publish_status(self) -> None:
         mode = {"real": TeleopStatus.MODE_REAL, "digital": TeleopStatus.MODE_DIGITAL}.get(self.session.mode, TeleopStatus.MODE_UNKNOWN)

@@ -1,0 +1,78 @@
+"""PipelineStats is written from worker threads while a status timer reads it: no count is lost,
+no reader sees a half-written state or crashes on a dictionary that changes size under it."""
+
+import threading
+
+from rynn_common.pipeline_stats import PipelineStats
+from rynn_common.ros_conversions import make_diagnostics, make_teleop_status
+from builtin_interfaces.msg import Time
+
+WRITERS, ROUNDS = 4, 5000
+
+
+def test_counts_from_many_threads_add_up_while_a_reader_polls():
+    stats = PipelineStats(window=50)
+    start = threading.Barrier(WRITERS + 1)
+    done = threading.Event()
+    reader_errors: list[BaseException] = []
+    readings = [0]
+
+    def write(worker: int) -> None:
+        start.wait()
+        for i in range(ROUNDS):
+            stats.drop("stale")
+            stats.reject(f"reason_{i % 7}")  # new keys appear while the reader iterates
+            stats.record(f"stage_{worker}_{i % 3}", 1e-3)
+            stats.count_output()
+            if i % 10 == 0:
+                stats.set_fault(f"fault_{worker}", f"round {i}")
+            elif i % 10 == 5:
+                stats.clear_fault(f"fault_{worker}")
+
+    def read() -> None:
+        start.wait()
+        try:
+            while not done.is_set():
+                snapshot = stats.snapshot()
+                assert snapshot.dropped_total <= WRITERS * ROUNDS
+                make_teleop_status(stats, "node", 0, Time())
+                make_diagnostics(stats, "node", "hw", Time())
+                readings[0] += 1
+        except BaseException as error:  # noqa: BLE001  (reported below, not swallowed)
+            reader_errors.append(error)
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(WRITERS)]
+    reader = threading.Thread(target=read)
+    for thread in [*threads, reader]:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    done.set()
+    reader.join()
+
+    assert not reader_errors, reader_errors
+    assert readings[0] > 0
+    snapshot = stats.snapshot()
+    assert snapshot.dropped == {"stale": WRITERS * ROUNDS}
+    assert snapshot.rejected_total == WRITERS * ROUNDS
+    assert snapshot.outputs == WRITERS * ROUNDS
+    assert {s.stage: s.count for s in snapshot.latencies} == {
+        f"stage_{w}_{k}": len(range(k, ROUNDS, 3)) for w in range(WRITERS) for k in range(3)}
+    assert dict(snapshot.faults) == {}  # every writer's last fault toggle was a clear
+
+
+def test_readers_get_copies_that_cannot_change_the_counts():
+    stats = PipelineStats()
+    stats.drop("stale", 2)
+    view = stats.dropped
+    stats.drop("stale")
+    assert view["stale"] == 2 and stats.dropped["stale"] == 3 and stats.dropped["never"] == 0
+    try:
+        view["stale"] = 0
+    except TypeError:
+        pass
+    else:
+        raise AssertionError("a reader's view must be read-only")
+    stats.set_totals(outputs=7, dropped={"lost": 4}, rejected={"bad": 1})
+    snapshot = stats.snapshot()
+    assert (snapshot.outputs, snapshot.dropped["lost"], snapshot.dropped["stale"], snapshot.rejected_total) == (7, 4, 3, 1)
