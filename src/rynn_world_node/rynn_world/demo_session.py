@@ -10,7 +10,7 @@ import time
 import rclpy
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rynn_teleop_msgs.msg import TeleopStatus
 from rynn_teleop_msgs.srv import SetMode
 from sensor_msgs.msg import Image
@@ -18,8 +18,9 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from tqdm import tqdm
 
+from rynn_common.qos import LATCHED_QOS
+
 MODE_CODES = {"real": SetMode.Request.MODE_REAL, "digital": SetMode.Request.MODE_DIGITAL}
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 SERVICE_TIMEOUT_S = 30.0
 
@@ -32,7 +33,7 @@ class DemoSession:
         self.camera_frames = 0
         self.latencies: dict[str, float] = {}  # "<source>/<stage>" -> latest p50 [s]
         self.node.create_subscription(Image, "/camera/camera/color/image_raw", self._on_image, RELIABLE)
-        self.node.create_subscription(String, "/rynn/mode", self._on_mode, LATCHED)
+        self.node.create_subscription(String, "/rynn/mode", self._on_mode, LATCHED_QOS)
         self.node.create_subscription(TeleopStatus, "/rynn/status", self._on_status, RELIABLE)
         self.set_mode = self.node.create_client(SetMode, "/rynn/set_mode")
         self.start = self.node.create_client(Trigger, "/rynn/recorder/start")

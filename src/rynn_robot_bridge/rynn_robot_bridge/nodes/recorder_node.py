@@ -25,11 +25,12 @@ from diagnostic_msgs.msg import DiagnosticArray, KeyValue
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_srvs.srv import Trigger
 
 from rynn_common.node_runner import run_node
 from rynn_common.pipeline_stats import PipelineStats
+from rynn_common.qos import LATCHED_QOS
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status
 from rynn_robot_bridge.recording.recorder import EpisodeRecorder, RecorderError, RecorderSettings
 from rynn_robot_bridge.recording.recover import find_incomplete, recover_episode
@@ -49,7 +50,7 @@ def message_class(msgtype: str):
 
 def subscription_qos(msgtype: str, latched: bool) -> QoSProfile:
     if latched:
-        return QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        return LATCHED_QOS
     depth = IMAGE_QUEUE_DEPTH if msgtype == "sensor_msgs/msg/Image" else QUEUE_DEPTH
     return QoSProfile(depth=depth, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 

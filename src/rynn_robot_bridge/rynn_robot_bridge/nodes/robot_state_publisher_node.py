@@ -14,7 +14,6 @@ from __future__ import annotations
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import TransformStamped
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Header, String
 from tf2_msgs.msg import TFMessage
@@ -23,11 +22,11 @@ from rynn_common.description import resolve_urdf_path
 from rynn_common.node_runner import run_node
 from rynn_retarget.nodes.tracker_node import TF_QOS, transform_from_matrix
 from rynn_common.pipeline_stats import PipelineStats
+from rynn_common.qos import LATCHED_QOS
 from rynn_common.ros_conversions import make_diagnostics
 from rynn_robot_bridge.robot_state import LinkTransform, RobotStatePublisherCore
 
 NODE_NAME = "robot_state_publisher"
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 def stamped_transforms(transforms: list[LinkTransform], stamp, prefix: str = "") -> TFMessage:
@@ -50,8 +49,8 @@ class RobotStatePublisherNode(Node):
         self.core = RobotStatePublisherCore(urdf_path)
         self.stats = PipelineStats()
         self._next_publish_ns: int | None = None
-        self.description_pub = self.create_publisher(String, "/robot_description", LATCHED)
-        self.static_pub = self.create_publisher(TFMessage, "/tf_static", LATCHED)
+        self.description_pub = self.create_publisher(String, "/robot_description", LATCHED_QOS)
+        self.static_pub = self.create_publisher(TFMessage, "/tf_static", LATCHED_QOS)
         self.tf_pub = self.create_publisher(TFMessage, "/tf", TF_QOS)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.description_pub.publish(String(data=self.core.description))

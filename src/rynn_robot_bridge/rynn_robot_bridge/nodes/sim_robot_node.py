@@ -14,19 +14,18 @@ from __future__ import annotations
 import logging
 
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import String
 
 from rynn_common.description import D435I_COLOR
 from rynn_common.node_runner import run_node
+from rynn_common.qos import LATCHED_QOS
 from rynn_common.ros_conversions import time_from_seconds
 from rynn_robot_bridge.config import load_robot_config
 from rynn_robot_bridge.ros_camera import CAMERA_INFO_TOPIC, CAMERA_QOS, IMAGE_TOPIC, make_camera_info, make_image
 from rynn_robot_bridge.sim.realtime import RealtimeSimRobot
 from rynn_robot_bridge.sim.simulator import SimulatedRobot
 
-MODE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 class SimRobotNode(Node):
@@ -68,7 +67,7 @@ class SimRobotNode(Node):
         self.render_rates = {"real": config.sim.render_rate_hz, "digital": min(float(param["digital_render_rate_hz"]),
                                                                                config.sim.render_rate_hz)}
         if config.sim.render_rate_hz > 0:
-            self.create_subscription(String, param["mode_topic"], self._on_mode, MODE_QOS)
+            self.create_subscription(String, param["mode_topic"], self._on_mode, LATCHED_QOS)
         self.runtime.start()
         self.get_logger().info(
             f"simulated robot up: scene={config.sim.scene} seed={config.sim.seed} "

@@ -26,7 +26,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
@@ -35,6 +35,7 @@ from tf2_msgs.msg import TFMessage
 
 from rynn_common.description import resolve_urdf_path
 from rynn_common.node_runner import run_node
+from rynn_common.qos import LATCHED_QOS
 from rynn_common.ros_conversions import bimanual_skeleton_to_arrays, seconds_from_time
 from rynn_robot_bridge.image_layout import read_image_header
 from rynn_robot_bridge.ros_camera import IMAGE_TOPIC, image_to_rgb
@@ -62,7 +63,6 @@ DIGITAL_CAMERA_TOPIC = "/rynn/digital/camera/color/image_raw"
 NEWEST = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
 CAMERA_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 REPORTS_QOS = QoSProfile(depth=20, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
-MODE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 TEXT_PERIOD_S = 0.5  # captions, health and recording text
 SCENE_PERIOD_S = 0.2  # the 3D view at 5 Hz: enough to follow the arms, and each update costs ~10 ms
 OTHER_CAMERA_FPS = 5.0
@@ -409,7 +409,7 @@ def make_viewer(console: OperatorConsoleNode) -> Node:
 
     for topic in console.frames:  # the other source is chosen by the mode when shown
         subscribe(Image, topic, lambda raw, t=topic: console._on_frame(console.frames[t], raw), CAMERA_QOS, raw=True)
-    subscribe(String, "/rynn/mode", console._on_mode, MODE_QOS)
+    subscribe(String, "/rynn/mode", console._on_mode, LATCHED_QOS)
     subscribe(JointState, "/joint_states", console._on_measured, NEWEST, raw=True)
     subscribe(JointState, "/rynn/command/joint_states", console._on_commanded, NEWEST, raw=True)
     subscribe(BimanualSkeleton, "/rynn/operator/skeleton_camera", console._on_skeleton, NEWEST)

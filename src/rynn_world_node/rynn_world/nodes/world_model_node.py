@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rynn_teleop_msgs.msg import BimanualSkeleton, TeleopStatus
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import String
@@ -39,6 +39,7 @@ from std_msgs.msg import String
 from rynn_common.description import D435I_COLOR
 from rynn_common.node_runner import run_node
 from rynn_common.pipeline_stats import PipelineStats
+from rynn_common.qos import LATCHED_QOS
 from rynn_common.ros_conversions import (
     bimanual_skeleton_to_arrays,
     make_diagnostics,
@@ -54,7 +55,6 @@ from rynn_world.nodes.model_loading import load_streaming_model
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 LATEST_ONLY = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
 CAMERA_QOS = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
-MODE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 class WorldModelNode(Node):
@@ -115,7 +115,7 @@ class WorldModelNode(Node):
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", RELIABLE)
         self.create_subscription(BimanualSkeleton, get("skeleton_topic"), self.on_skeleton, RELIABLE)
         self.create_subscription(Image, get("real_image_topic"), self.session.offer_real_frame, LATEST_ONLY)
-        self.create_subscription(String, get("mode_topic"), self.on_mode, MODE_QOS)
+        self.create_subscription(String, get("mode_topic"), self.on_mode, LATCHED_QOS)
         self.create_timer(1.0 / float(get("status_rate_hz")), self.publish_status)
 
         self._running = True
