@@ -17,7 +17,8 @@ def test_messages_and_set_mode_cross_processes(ros_node, start_process):
     from rynn_teleop_msgs.msg import BimanualSkeleton, RobotAction, TeleopStatus
     from rynn_teleop_msgs.srv import SetMode
 
-    from rynn_common.ros_conversions import bimanual_skeleton_to_arrays, robot_action_to_array
+    from rynn_common.ros_conversions import robot_action_to_array
+    from rynn_common.skeleton_arrays import bimanual_skeleton_to_arrays
 
     got: dict = {}
     ros_node.create_subscription(RobotAction, "/test/robot_action", lambda m: got.setdefault("action", m), LATCHED)

@@ -19,3 +19,5 @@ def test_the_training_reader_takes_recorded_clips(tmp_path):
     episode = robot_episodes.read_episode(tmp_path / "clips" / entries[0]["bag"].rsplit("/", 1)[0])
     assert episode.frames.shape == (8, HEIGHT, WIDTH, 3) and episode.actions.shape == (8, 54)
     np.testing.assert_allclose(episode.joints_camera[0, 0, 0], [-0.05, 0.0, 0.5], atol=1e-6)
+    np.testing.assert_allclose(episode.elbows[0, 0], [-0.2, 0.3, 0.6], atol=1e-9)  # the recorded elbows reach training
+    assert np.isnan(episode.elbows[0, 1]).all()

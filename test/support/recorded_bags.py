@@ -87,6 +87,6 @@ class SkeletonBagBuilder(BagBuilder):
             hands = [Hand(header=msg.header, side=side, joints=[Point(x=0.1 * (side - 0.5), y=0.01 * j, z=0.5) for j in range(21)],
                           confidence=np.ones(21, np.float32), valid=True) for side in (0, 1)]
             skeleton = self.t["rynn_teleop_msgs/msg/BimanualSkeleton"](
-                header=msg.header, left=hands[0], right=hands[1], left_elbow=Point(x=0.0, y=0.0, z=0.0),
-                right_elbow=Point(x=0.0, y=0.0, z=0.0), left_elbow_valid=False, right_elbow_valid=False)
+                header=msg.header, left=hands[0], right=hands[1], left_elbow=Point(x=-0.2, y=0.3, z=0.6),
+                right_elbow=Point(x=0.0, y=0.0, z=0.0), left_elbow_valid=True, right_elbow_valid=False)
             super().offer("/rynn/operator/skeleton_camera", "rynn_teleop_msgs/msg/BimanualSkeleton", skeleton, stamp_ns)

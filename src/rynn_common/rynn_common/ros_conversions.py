@@ -90,14 +90,6 @@ def make_hand_skeleton(
     return msg
 
 
-def hand_skeleton_to_arrays(msg: HandSkeleton) -> tuple[np.ndarray, np.ndarray, bool]:
-    """(21, 3) points with NaN where confidence is 0, (21,) confidence, valid."""
-    pts = np.array([[p.x, p.y, p.z] for p in msg.joints], dtype=np.float64)
-    conf = np.asarray(msg.confidence, dtype=np.float32)
-    pts[conf <= 0.0] = np.nan
-    return pts, conf, bool(msg.valid)
-
-
 def make_bimanual_skeleton(
     left_joints,
     right_joints,
@@ -130,24 +122,6 @@ def make_bimanual_skeleton(
         setattr(msg, f"{side}_elbow", point)
         setattr(msg, f"{side}_elbow_valid", ok)
     return msg
-
-
-def bimanual_skeleton_to_arrays(msg: BimanualSkeleton) -> dict[str, np.ndarray]:
-    """joints (2, 21, 3) [left, right] with NaN for missing, confidence (2, 21),
-    valid (2,), elbows (2, 3) with NaN where unknown."""
-    left = hand_skeleton_to_arrays(msg.left)
-    right = hand_skeleton_to_arrays(msg.right)
-    elbows = np.full((2, 3), np.nan)
-    for i, side in enumerate(("left", "right")):
-        if getattr(msg, f"{side}_elbow_valid"):
-            p = getattr(msg, f"{side}_elbow")
-            elbows[i] = (p.x, p.y, p.z)
-    return {
-        "joints": np.stack([left[0], right[0]]),
-        "confidence": np.stack([left[1], right[1]]),
-        "valid": np.array([left[2], right[2]]),
-        "elbows": elbows,
-    }
 
 
 def _optional_point(values) -> tuple[Point, bool]:

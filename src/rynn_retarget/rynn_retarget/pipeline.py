@@ -157,6 +157,12 @@ class RetargetPipeline:
             ik=results,
         )
 
+    def elbows_in_camera(self, action: np.ndarray) -> np.ndarray:
+        """(2, 3) robot elbows [left, right] at ``action``, camera optical frame: the forearm bars of
+        the world model's control frame (the retarget node publishes them, the generator records them)."""
+        elbows = np.stack([self.arms[side].elbow_position(action[ARM_SLICES[side]]) for side in SIDES])
+        return elbows @ self.camera_from_base[:3, :3].T + self.camera_from_base[:3, 3]
+
     def skeleton_in_camera(self, side: str) -> np.ndarray:
         """The operator's hand keypoints placed at the commanded robot palm, camera optical frame."""
         palm = self.arms[side].palm_pose(self._action[ARM_SLICES[side]])

@@ -11,6 +11,7 @@ import yaml
 pytest.importorskip("rynn_retarget.pipeline")
 from rosbags.rosbag2 import Reader  # noqa: E402
 
+from rynn_retarget.pipeline import RetargetPipeline  # noqa: E402
 from rynn_robot_bridge.episodes.bag_writer import make_typestore  # noqa: E402
 from rynn_robot_bridge.episodes.generate import episode_in_progress, main  # noqa: E402
 
@@ -37,8 +38,7 @@ def test_bags_have_the_expected_topics_counts_and_shapes(generated):
                 "/camera/camera/color/image_raw": 8,  # 0.5 s at 16 FPS
                 "/camera/camera/color/camera_info": 8,
                 "/rynn/reference_image": 1,
-                "/rynn/operator_skeleton": 8,
-                "/rynn/operator_skeleton_pixels": 8,
+                "/rynn/operator/skeleton_camera": 8,  # the recorder's topic: one episode schema
                 "/rynn/action": 100,  # 200 Hz
                 "/joint_states": 100,
                 "/rynn/episode": 1,
@@ -51,12 +51,19 @@ def test_bags_have_the_expected_topics_counts_and_shapes(generated):
         assert image.data.reshape(240, 320, 3).std() > 10
         info = messages["/camera/camera/color/camera_info"][3]
         assert info.header.stamp == image.header.stamp and info.k[0] == pytest.approx(615.0 / 2)
-        skeleton = messages["/rynn/operator_skeleton"][-1]
+        skeleton = messages["/rynn/operator/skeleton_camera"][-1]
         assert skeleton.header.frame_id == "camera_color_optical_frame" and len(skeleton.left.joints) == 21
-        pixels = messages["/rynn/operator_skeleton_pixels"][-1].data.reshape(2, 21, 3)
         assert skeleton.left.valid and skeleton.right.valid
-        assert pixels[0, 0, 2] == pytest.approx(skeleton.left.joints[0].z, rel=1e-5)  # depth is camera z
-        assert pixels[:, :, 2].min() > 0.2  # the hands are in front of the camera
+        assert min(p.z for hand in (skeleton.left, skeleton.right) for p in hand.joints) > 0.2  # in front of the camera
+        # The elbows the retargeter produces for the commanded arms, as the live retarget node publishes them.
+        pipeline = RetargetPipeline()
+        action = messages["/rynn/action"][-1].positions
+        assert skeleton.left_elbow_valid and skeleton.right_elbow_valid
+        elbows = np.array([[e.x, e.y, e.z] for e in (skeleton.left_elbow, skeleton.right_elbow)])
+        assert elbows[:, 2].min() > 0.1  # in front of the camera
+        assert elbows[0, 0] < 0 < elbows[1, 0]  # left elbow on the image's left (camera x points right)
+        # Within the smoothing lag of the commanded arms' elbows (the skeleton carries the target's).
+        np.testing.assert_allclose(elbows, pipeline.elbows_in_camera(np.asarray(action)), atol=0.15)
         actions = np.stack([m.positions for m in messages["/rynn/action"]])
         assert actions.shape == (100, 54) and np.isfinite(actions).all()
         assert np.ptp(actions[:, :14], axis=0).max() > 0.01  # the operator moved the arms
@@ -89,7 +96,7 @@ def test_index_lists_every_episode_and_no_partial_remains(generated):
     assert [(e["task"], e["episode"], e["frames"]) for e in index] == [(t, 0, 8) for t in TASKS]
     assert not list(generated.glob("*/*.partial"))
     frames = np.load(generated / index[0]["frames_file"])
-    assert frames["action"].shape == (8, 54) and frames["skeleton_uvd"].shape == (8, 2, 21, 3)
+    assert set(frames.files) == {"stamp_ns", "action", "joint_position"} and frames["action"].shape == (8, 54)
 
 
 def test_rerun_skips_finished_episodes(generated):

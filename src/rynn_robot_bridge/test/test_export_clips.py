@@ -31,21 +31,24 @@ def test_clips_match_the_generator_layout_and_resume(tmp_path):
     assert str(tmp_path) not in (out / "index.json").read_text()
     assert [e["bag"] for e in index] == ["stack_cups/episode_0000/bag", "stack_cups/episode_0001/bag"]
     frames = np.load(out / index[1]["frames_file"])
-    assert set(frames.files) == {"stamp_ns", "action", "joint_position", "skeleton_uvd", "skeleton_valid"}
+    assert set(frames.files) == {"stamp_ns", "action", "joint_position"}
     assert frames["action"].shape == frames["joint_position"].shape == (8, 54)
-    assert frames["skeleton_uvd"].shape == (8, 2, 21, 3) and frames["skeleton_valid"].all()
     np.testing.assert_allclose(frames["stamp_ns"], np.arange(8) * SECOND / 16, atol=1)
-    expected_u = INTRINSICS.fx * -0.05 / 0.5 + INTRINSICS.cx  # the left wrist
-    assert frames["skeleton_uvd"][0, 0, 0] == pytest.approx([expected_u, INTRINSICS.cy, 0.5])
 
     # The clip's bag holds exactly one camera frame per frames.npz row, as the generator's episodes do.
     store = make_typestore()
     with Reader(out / index[1]["bag"]) as reader:
         counts = {c.topic: c.msgcount for c in reader.connections}
-        images = [store.deserialize_cdr(raw, c.msgtype) for c, stamp, raw in reader.messages()
-                  if c.topic == "/camera/camera/color/image_raw"]
+        messages = [(c.topic, store.deserialize_cdr(raw, c.msgtype)) for c, stamp, raw in reader.messages()
+                    if c.topic in ("/camera/camera/color/image_raw", "/rynn/operator/skeleton_camera")]
+    images = [m for topic, m in messages if topic == "/camera/camera/color/image_raw"]
+    skeleton = next(m for topic, m in messages if topic == "/rynn/operator/skeleton_camera")
     assert counts["/camera/camera/color/image_raw"] == counts["/camera/camera/color/camera_info"] == 8
-    assert counts["/rynn/operator_skeleton"] == counts["/rynn/action"] == counts["/rynn/reference_image"] + 7
+    assert counts["/rynn/operator/skeleton_camera"] == counts["/rynn/action"] == counts["/rynn/reference_image"] + 7
+    # The recorded skeleton as it was, elbows included: the recorder's schema, not a translation.
+    assert skeleton.left.joints[0].x == pytest.approx(-0.05) and skeleton.left.joints[20].y == pytest.approx(0.2)
+    assert skeleton.left_elbow_valid and not skeleton.right_elbow_valid
+    assert (skeleton.left_elbow.x, skeleton.left_elbow.y, skeleton.left_elbow.z) == pytest.approx((-0.2, 0.3, 0.6))
     assert (images[0].width, images[0].height, images[0].encoding) == (WIDTH, HEIGHT, "rgb8")
     assert int(images[0].data.reshape(HEIGHT, WIDTH, 3)[..., 1].mean()) == 100  # the real episode's marker colour
 

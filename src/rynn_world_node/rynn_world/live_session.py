@@ -61,10 +61,13 @@ class LiveWorldSession:
         convert_real_frame: Callable[[Any], np.ndarray] = np.asarray,
         file_reference: np.ndarray | None = None,
         warn: Callable[[str], None] = lambda message: None,
+        on_control: Callable[[np.ndarray, list[float]], None] | None = None,
     ):
         """convert_real_frame turns what ``offer_real_frame`` was given (e.g. a ROS Image) into RGB,
         raising ValueError for a bad frame; it runs only for the frame an anchor uses. warn is
-        told about each counted bad input."""
+        told about each counted bad input. on_control, when given, gets each step's control frames
+        and the stamps of the skeleton samples they were rendered from (the node's debug topic, which
+        the parity test compares with the training reader's renders)."""
         self.model = model
         self.stats = stats
         self.settings = settings
@@ -72,6 +75,7 @@ class LiveWorldSession:
         self.convert_real_frame = convert_real_frame
         self.file_reference = file_reference
         self.warn = warn
+        self.on_control = on_control
         model.reanchor_every = settings.reanchor_every
         self.period = 1.0 / model.config.fps
         self.block_period = model.frames_per_step * self.period
@@ -121,11 +125,13 @@ class LiveWorldSession:
         with self._input:
             self._real_frame = frame
 
-    def offer_skeleton(self, joints: np.ndarray, stamp: float, forearms=None, valid=None) -> None:
+    def offer_skeleton(self, sample, stamp: float) -> None:
+        """sample: a ControlSample (what the node decodes from each message) or anything
+        ``StreamingWorldModel.push_skeleton`` takes."""
         with self._input:
             if len(self._skeletons) == self._skeletons.maxlen:
                 self.stats.drop("skeleton_overflow")
-            self._skeletons.append((joints, stamp, forearms, valid))
+            self._skeletons.append((sample, stamp))
             self._skeleton_received = self.clock()
             self._wake()
 
@@ -204,9 +210,9 @@ class LiveWorldSession:
         return rgb
 
     def _push(self, skeletons) -> None:
-        for joints, stamp, forearms, valid in skeletons:
+        for sample, stamp in skeletons:
             try:
-                self.model.push_skeleton(joints, stamp, forearms, valid)
+                self.model.push_skeleton(sample, stamp)
             except ValueError as error:  # stamps going backwards, wrong shapes
                 self.stats.drop("skeleton")
                 self.warn(f"dropped a skeleton: {error}")
@@ -236,6 +242,8 @@ class LiveWorldSession:
             self.stats.set_fault("generation", f"world model failed: {error}")
             self._clear_outbox("generation_failed")
             raise
+        if self.on_control is not None and self.model.last_control_stamps:
+            self.on_control(self.model.last_control, self.model.last_control_stamps)
         for stage, seconds in self.model.timings.last.items():
             self.stats.record(stage, seconds)
         if self.model.skipped_frames:

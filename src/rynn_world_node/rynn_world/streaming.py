@@ -20,7 +20,7 @@ from .model.causal import CausalStudentSampler
 from .model.configs import WorldModelConfig
 from .model.transformer import RynnWorldTransformer
 from .model.vae import StreamingVAEDecoder, StreamingVAEEncoder, build_vae, rgb_to_tensor, tensor_to_rgb, use_vae_kernels
-from .skeleton import CameraIntrinsics, SkeletonRenderer, SkeletonStyle
+from .skeleton import CameraIntrinsics, ControlSample, SkeletonRenderer, SkeletonStyle, render_control
 
 STAGES = ("render", "encode", "dit", "decode", "total")
 
@@ -86,11 +86,12 @@ class StreamingWorldModel:
         self.resampler = FrameClockResampler(config.fps)
         self.timings = StageTimings()
         self._null_skeleton = np.zeros((config.height, config.width, 3), dtype=np.uint8)
-        self._render_buffer = np.zeros((1, config.height, config.width, 3), dtype=np.uint8)
         self._last_frame: np.ndarray | None = None
         self._chunk_frames = 0
         self._ready = False
         self.last_stamps: list[float] = []
+        self.last_control: np.ndarray | None = None
+        self.last_control_stamps: list[float] = []
         self.skipped_frames = 0
 
     # ---- stream control ---------------------------------------------------------------------
@@ -152,35 +153,44 @@ class StreamingWorldModel:
         caller steps once a skeleton this new has arrived, so no frame claims a future time."""
         return self.resampler.next_block_end(self.frames_per_step)
 
-    def push_skeleton(self, skeleton, stamp: float | None = None, forearms=None, valid=None) -> None:
-        """Queue one skeleton sample: (2, 21, 3) camera-frame joints or an already rendered HxWx3 image.
+    def push_skeleton(self, skeleton, stamp: float | None = None) -> None:
+        """Queue one skeleton sample: a ControlSample (what the live node pushes), (2, 21, 3)
+        camera-frame joints (both hands valid, no forearms) or an already rendered HxWx3 image.
 
         stamp: seconds on any monotonic clock; defaults to the arrival time.
         """
         if not self._ready:
             raise RuntimeError("StreamingWorldModel.reset(reference_rgb) must be called before push_skeleton()")
-        array = np.asarray(skeleton)
-        if array.shape == (2, 21, 3):
+        stamp = time.monotonic() if stamp is None else float(stamp)
+        if not isinstance(skeleton, ControlSample) and np.shape(skeleton) == (2, 21, 3):
+            skeleton = ControlSample.from_joints(skeleton)
+        if isinstance(skeleton, ControlSample):
             if self.renderer is None:
                 raise ValueError("joint input needs camera intrinsics; pass intrinsics= or push rendered images")
-            sample = ("joints", array, forearms, valid)
+            sample = ("control", skeleton, stamp)
         else:
-            sample = ("image", to_model_rgb(array, self.config.height, self.config.width, "skeleton image"))
-        self.resampler.push(sample, time.monotonic() if stamp is None else stamp)
+            sample = ("image", to_model_rgb(np.asarray(skeleton), self.config.height, self.config.width, "skeleton image"), stamp)
+        self.resampler.push(sample, stamp)
 
     def step(self) -> np.ndarray:
         """Generate the next 4 * block_frames video frames, (n, H, W, 3) uint8 RGB.
 
         ``last_stamps`` then holds the time each frame represents (its skeleton's clock
         tick, on the stamps' clock), or is empty when no skeleton had arrived (null action);
-        ``skipped_frames`` the ticks the clock skipped to catch up with the newest skeleton.
+        ``skipped_frames`` the ticks the clock skipped to catch up with the newest skeleton;
+        ``last_control`` the control frames the step was conditioned on and
+        ``last_control_stamps`` the stamp of the skeleton sample each was rendered from (empty
+        for the null action).
         """
         if not self._ready:
             raise RuntimeError("StreamingWorldModel.reset(reference_rgb) must be called before step()")
         if self.reanchor_due:
             self.reset(keep_clock=True)
         start = time.perf_counter()
-        skeletons = self._render(self.resampler.take(self.frames_per_step))
+        samples = self.resampler.take(self.frames_per_step)
+        skeletons = self._render(samples)
+        self.last_control = skeletons
+        self.last_control_stamps = [] if samples is None else [sample[2] for sample in samples]
         self.last_stamps = list(self.resampler.last_ticks)
         self.skipped_frames = self.resampler.last_skipped
         t_render = time.perf_counter()
@@ -206,14 +216,11 @@ class StreamingWorldModel:
         if samples is None:
             return np.repeat(self._null_skeleton[None], self.frames_per_step, axis=0)
         frames = np.empty((len(samples), self.config.height, self.config.width, 3), dtype=np.uint8)
-        for i, sample in enumerate(samples):
-            if sample[0] == "image":
-                frames[i] = sample[1]
+        for i, (kind, sample, _) in enumerate(samples):
+            if kind == "image":
+                frames[i] = sample
                 continue
-            _, joints, forearms, valid = sample
-            self.renderer.render(joints[None], None if forearms is None else np.asarray(forearms)[None],
-                                 None if valid is None else np.asarray(valid)[None], out=self._render_buffer)
-            frames[i] = self._render_buffer[0]
+            render_control(self.renderer, sample.joints, sample.valid, sample.elbows, out=frames[i])
         return frames
 
     def _sync(self) -> None:

@@ -43,16 +43,16 @@ from rynn_retarget.kinematics.calibration import save_calibration
 from rynn_common.node_runner import run_node
 from rynn_retarget.nodes.glove_node import HANDS_TOPIC
 from rynn_retarget.operator.frame import TRACKER_NAMES, HandSkeleton, OperatorFrame
-from rynn_retarget.pipeline import ARM_SLICES, RetargetPipeline
+from rynn_retarget.pipeline import RetargetPipeline
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.ros_conversions import (
-    bimanual_skeleton_to_arrays,
     make_bimanual_skeleton,
     make_diagnostics,
     make_robot_action,
     make_teleop_status,
     seconds_from_time,
 )
+from rynn_common.skeleton_arrays import bimanual_skeleton_to_arrays
 
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 SIDES = ("left", "right")
@@ -220,7 +220,7 @@ class RetargetNode(Node):
                 self.smoother.set_target(output.action)
             self.last_accepted = time.monotonic()
             self.last_frame = frame
-            elbows = [self._elbow_in_camera(side, output.action) for side in SIDES]
+            elbows = self.pipeline.elbows_in_camera(output.action)
         self.skeleton_pub.publish(
             make_bimanual_skeleton(
                 output.skeleton_camera[0],
@@ -233,11 +233,6 @@ class RetargetNode(Node):
                 right_elbow=elbows[1],
             )
         )
-
-    def _elbow_in_camera(self, side: str, action: np.ndarray) -> np.ndarray:
-        elbow = self.pipeline.arms[side].elbow_position(action[ARM_SLICES[side]])
-        transform = self.pipeline.camera_from_base
-        return transform[:3, :3] @ elbow + transform[:3, 3]
 
     # --- 200 Hz output --------------------------------------------------------
     def output_loop(self) -> None:

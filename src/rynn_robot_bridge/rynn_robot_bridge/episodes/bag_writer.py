@@ -1,7 +1,8 @@
 """Write one generated episode as a rosbag2 MCAP bag (no ROS install needed).
 
 Messages are the standard Jazzy types plus rynn_teleop_msgs, so the bag's type
-definitions are exactly the ones the ROS nodes use. The file is written by the
+definitions are exactly the ones the ROS nodes use, on the recorder's topics (one
+episode schema: the training reader reads generated and recorded bags alike). The file is written by the
 recorder's writer (``recording.rosbag2_mcap``): each topic carries the QoS the
 live graph's publisher of that topic offers, so a replayed generated episode
 behaves like a recorded one.
@@ -23,8 +24,7 @@ TOPICS = {
     "image": ("/camera/camera/color/image_raw", "sensor_msgs/msg/Image"),
     "camera_info": ("/camera/camera/color/camera_info", "sensor_msgs/msg/CameraInfo"),
     "reference_image": ("/rynn/reference_image", "sensor_msgs/msg/Image"),
-    "skeleton": ("/rynn/operator_skeleton", "rynn_teleop_msgs/msg/BimanualSkeleton"),
-    "skeleton_pixels": ("/rynn/operator_skeleton_pixels", "std_msgs/msg/Float32MultiArray"),
+    "skeleton": ("/rynn/operator/skeleton_camera", "rynn_teleop_msgs/msg/BimanualSkeleton"),
     "action": ("/rynn/action", "rynn_teleop_msgs/msg/RobotAction"),
     "joint_states": ("/joint_states", "sensor_msgs/msg/JointState"),
     "episode": ("/rynn/episode", "std_msgs/msg/String"),
@@ -36,7 +36,6 @@ OFFERED_QOS = {
     "camera_info": OfferedQos(depth=2),
     "reference_image": LATCHED_QOS,
     "skeleton": OfferedQos(),
-    "skeleton_pixels": OfferedQos(),
     "action": OfferedQos(),
     "joint_states": OfferedQos(),
     "episode": LATCHED_QOS,
@@ -90,27 +89,25 @@ class EpisodeBagWriter:
         )
         self._write("camera_info", info, stamp_ns)
 
-    def write_skeleton(self, points_camera: np.ndarray, valid: np.ndarray, stamp_ns: int) -> None:
-        """Both hands (2, 21, 3) in the camera optical frame, and their (u, v, depth) projection."""
+    def write_skeleton(self, points_camera: np.ndarray, valid: np.ndarray, elbows: np.ndarray, stamp_ns: int) -> None:
+        """Both hands (2, 21, 3) and the robot elbows (2, 3; NaN = unknown) in the camera optical
+        frame, as the retarget node publishes them."""
         Point = self.types["geometry_msgs/msg/Point"]
         Hand = self.types["rynn_teleop_msgs/msg/HandSkeleton"]
         header = self._header(stamp_ns, CAMERA_FRAME)
-        hands = [
-            Hand(header=header, side=side, joints=[Point(x=float(x), y=float(y), z=float(z)) for x, y, z in points],
-                 confidence=np.full(21, 1.0 if ok else 0.0, dtype=np.float32), valid=bool(ok))
-            for side, (points, ok) in enumerate(zip(points_camera, valid))
-        ]
+        hands = []
+        for side, (points, ok) in enumerate(zip(np.asarray(points_camera, dtype=np.float64), valid)):
+            finite = np.isfinite(points).all(axis=1)  # as make_hand_skeleton: a missing joint has confidence 0
+            hands.append(Hand(header=header, side=side,
+                              joints=[Point(x=float(x), y=float(y), z=float(z)) for x, y, z in np.where(finite[:, None], points, 0.0)],
+                              confidence=finite.astype(np.float32), valid=bool(ok and finite.any())))
+        elbow_known = np.isfinite(elbows).all(axis=1)
+        elbow_points = [Point(x=float(x), y=float(y), z=float(z)) if known else Point(x=0.0, y=0.0, z=0.0)
+                        for (x, y, z), known in zip(elbows, elbow_known)]
         self._write("skeleton", self.types["rynn_teleop_msgs/msg/BimanualSkeleton"](
-            header=header, left=hands[0], right=hands[1], left_elbow=Point(x=0.0, y=0.0, z=0.0),
-            right_elbow=Point(x=0.0, y=0.0, z=0.0), left_elbow_valid=False, right_elbow_valid=False,
+            header=header, left=hands[0], right=hands[1], left_elbow=elbow_points[0], right_elbow=elbow_points[1],
+            left_elbow_valid=bool(elbow_known[0]), right_elbow_valid=bool(elbow_known[1]),
         ), stamp_ns)
-        Layout = self.types["std_msgs/msg/MultiArrayLayout"]
-        Dim = self.types["std_msgs/msg/MultiArrayDimension"]
-        pixels = skeleton_pixels(points_camera, self.intrinsics).astype(np.float32)
-        layout = Layout(dim=[Dim(label="hand", size=2, stride=126), Dim(label="joint", size=21, stride=63),
-                             Dim(label="u_v_depth", size=3, stride=3)], data_offset=0)
-        self._write("skeleton_pixels", self.types["std_msgs/msg/Float32MultiArray"](layout=layout, data=pixels.ravel()),
-                    stamp_ns)
 
     def write_action(self, positions: np.ndarray, stamp_ns: int) -> None:
         self._action_sequence += 1
@@ -129,10 +126,3 @@ class EpisodeBagWriter:
 
     def write_episode_summary(self, summary: dict, stamp_ns: int) -> None:
         self._write("episode", self.types["std_msgs/msg/String"](data=json.dumps(summary, sort_keys=True)), stamp_ns)
-
-
-def skeleton_pixels(points_camera: np.ndarray, intrinsics: CameraIntrinsics) -> np.ndarray:
-    """(2, 21, 3): pixel u, v and camera-space depth z of every joint of both hands."""
-    points = np.asarray(points_camera, dtype=np.float64).reshape(-1, 3)
-    uv = intrinsics.project(points)
-    return np.column_stack([uv, points[:, 2]]).reshape(2, 21, 3)

@@ -17,7 +17,7 @@ import numpy as np
 from rynn_common.description import D435I_COLOR
 from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig
 from rynn_retarget.pipeline import RetargetPipeline
-from rynn_robot_bridge.episodes.bag_writer import EpisodeBagWriter, skeleton_pixels
+from rynn_robot_bridge.episodes.bag_writer import EpisodeBagWriter
 from rynn_robot_bridge.sim.scenes import TASKS
 from rynn_robot_bridge.sim.simulator import SimulatedRobot
 
@@ -57,10 +57,10 @@ def record_episode(task: str, seed: int, settings: EpisodeSettings, bag_path: Pa
     robot.reset(pipeline.neutral_action())
     smoother = pipeline.make_smoother()
     writer = EpisodeBagWriter(bag_path, intrinsics)
-    frames = {"stamp_ns": [], "action": [], "joint_position": [], "skeleton_uvd": [], "skeleton_valid": []}
+    frames = {"stamp_ns": [], "action": [], "joint_position": []}
     try:
         writer.write_reference_image(robot.render(), 0)
-        skeleton, skeleton_valid = np.zeros((2, 21, 3)), np.zeros(2, dtype=bool)
+        skeleton, skeleton_valid, elbows = np.zeros((2, 21, 3)), np.zeros(2, dtype=bool), np.full((2, 3), np.nan)
         command_period = 1.0 / settings.command_rate_hz
         next_frame_s = 0.0
         for tick in range(int(round(settings.duration_s * settings.command_rate_hz))):
@@ -69,6 +69,7 @@ def record_episode(task: str, seed: int, settings: EpisodeSettings, bag_path: Pa
             if output is not None:
                 smoother.set_target(output.action)
                 skeleton, skeleton_valid = output.skeleton_camera, output.skeleton_valid
+                elbows = pipeline.elbows_in_camera(output.action)  # as the retarget node publishes them
             command, velocity = smoother.step()
             robot.set_joint_targets(command, velocity)
             stamp = _ns(t)
@@ -76,12 +77,10 @@ def record_episode(task: str, seed: int, settings: EpisodeSettings, bag_path: Pa
             if t + 1e-9 >= next_frame_s:
                 next_frame_s += 1.0 / settings.fps
                 writer.write_frame(robot.render(), stamp)
-                writer.write_skeleton(skeleton, skeleton_valid, stamp)
+                writer.write_skeleton(skeleton, skeleton_valid, elbows, stamp)
                 frames["stamp_ns"].append(stamp)
                 frames["action"].append(command.copy())
                 frames["joint_position"].append(robot.joint_positions())
-                frames["skeleton_uvd"].append(skeleton_pixels(skeleton, intrinsics))
-                frames["skeleton_valid"].append(skeleton_valid.copy())
             while robot.time < t + command_period - 1e-9:
                 robot.step()
             writer.write_joint_state(robot.joint_positions(), robot.joint_velocities(), robot.joint_efforts(),

@@ -21,6 +21,7 @@ from rosbags.rosbag2 import Reader
 
 from rynn_common.action_layout import ACTION_DIM, joint_names
 from rynn_common.description import CameraIntrinsics
+from rynn_common.skeleton_arrays import bimanual_skeleton_to_arrays
 from rynn_robot_bridge.episodes.bag_writer import make_typestore
 from rynn_robot_bridge.recording.metadata import file_sha256
 from rynn_robot_bridge.ros_camera import image_to_rgb
@@ -58,6 +59,7 @@ class AlignedEpisode:
     skipped: Counter = field(default_factory=Counter)
     skeleton_points: np.ndarray | None = None  # (N, 2, 21, 3) camera frame [m]
     skeleton_valid: np.ndarray | None = None  # (N, 2)
+    skeleton_elbows: np.ndarray | None = None  # (N, 2, 3) camera frame [m], NaN = unknown
     intrinsics: CameraIntrinsics | None = None
     _image_indices: np.ndarray = field(default=None, repr=False)
     _image_stamps: np.ndarray = field(default=None, repr=False)
@@ -205,8 +207,10 @@ def load_episode(bag: Path, fps: float, topics: ExportTopics = ExportTopics(), w
             elif topic == topics.camera_info and intrinsics is None and msg.k[0] > 0:
                 intrinsics = CameraIntrinsics(int(msg.width), int(msg.height), msg.k[0], msg.k[4], msg.k[2], msg.k[5])
             elif topic == topics.skeleton:
-                skeletons.add(stamp, (np.array([[[p.x, p.y, p.z] for p in hand.joints] for hand in (msg.left, msg.right)]),
-                                      np.array([msg.left.valid, msg.right.valid])))
+                try:
+                    skeletons.add(stamp, bimanual_skeleton_to_arrays(msg))
+                except ValueError as error:
+                    skipped[f"skeleton: {error}"] += 1
 
     streams = {topics.image: images, topics.joint_states: states, topics.action: actions}
     if with_skeleton:
@@ -236,8 +240,9 @@ def load_episode(bag: Path, fps: float, topics: ExportTopics = ExportTopics(), w
     )
     if with_skeleton:
         chosen = skeletons.latest_before(times)
-        episode.skeleton_points = np.stack([skeletons.values[i][0] for i in chosen])
-        episode.skeleton_valid = np.stack([skeletons.values[i][1] for i in chosen])
+        episode.skeleton_points = np.stack([skeletons.values[i]["joints"] for i in chosen])
+        episode.skeleton_valid = np.stack([skeletons.values[i]["valid"] for i in chosen])
+        episode.skeleton_elbows = np.stack([skeletons.values[i]["elbows"] for i in chosen])
     return episode
 
 

@@ -7,9 +7,12 @@ the generator's own ``EpisodeBagWriter``: one camera frame, CameraInfo,
 skeleton, action and joint state per clip frame, plus the first frame as the
 reference image), ``frames.npz`` (the generator's frame-aligned arrays) and
 ``episode.json``; ``<out>/index.json`` comes from the generator's
-``write_index``. The training readers (rynn_world.data.robot_episodes) therefore
-take recorded and generated episodes alike. The skeleton is the retargeter's
-/rynn/operator/skeleton_camera; its pixels use the recorded CameraInfo.
+``write_index``. Bags keep the recorder's topics (the one episode schema); what
+the export adds for real data is the fixed frame clock, the skipped bad
+messages and a CameraInfo check. The training readers
+(rynn_world.data.robot_episodes) therefore take recorded and generated
+episodes alike; the skeleton (with its elbows) is the retargeter's
+/rynn/operator/skeleton_camera message as recorded.
 Re-running skips bags already exported (recognised by their sha256, so a moved bag is still known).
 """
 
@@ -23,7 +26,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from rynn_robot_bridge.episodes.bag_writer import EpisodeBagWriter, skeleton_pixels
+from rynn_robot_bridge.episodes.bag_writer import EpisodeBagWriter
 from rynn_robot_bridge.episodes.generate import (INDEX_NAME, episode_dir, episode_in_progress, write_episode_files,
                                                  write_index)
 from rynn_robot_bridge.export.bag_episode import (AlignedEpisode, EpisodeExportError, ExportTopics, bag_sha256, find_bags,
@@ -38,7 +41,7 @@ def write_clip_bag(path: Path, episode: AlignedEpisode, summary: dict) -> dict[s
     """The clip's bag, frame by frame; returns the frames.npz arrays (stamps from 0, as the generator's)."""
     intrinsics = episode.intrinsics
     if intrinsics is None:
-        raise EpisodeExportError(f"{episode.bag}: no CameraInfo, needed to project the operator skeleton into the image")
+        raise EpisodeExportError(f"{episode.bag}: no CameraInfo, needed to render the operator skeleton in the image")
     if (intrinsics.height, intrinsics.width) != episode.image_shape[:2]:
         raise EpisodeExportError(f"{episode.bag}: CameraInfo is {intrinsics.width}x{intrinsics.height}, "
                                  f"images are {episode.image_shape[1]}x{episode.image_shape[0]}")
@@ -50,7 +53,7 @@ def write_clip_bag(path: Path, episode: AlignedEpisode, summary: dict) -> dict[s
             writer.write_reference_image(rgb, 0)
         stamp = int(stamps[k])
         writer.write_frame(rgb, stamp)
-        writer.write_skeleton(episode.skeleton_points[k], episode.skeleton_valid[k], stamp)
+        writer.write_skeleton(episode.skeleton_points[k], episode.skeleton_valid[k], episode.skeleton_elbows[k], stamp)
         writer.write_action(episode.action[k], stamp)
         writer.write_joint_state(episode.state[k], zeros, zeros, stamp)
     writer.write_episode_summary(summary, int(stamps[-1]))
@@ -59,8 +62,6 @@ def write_clip_bag(path: Path, episode: AlignedEpisode, summary: dict) -> dict[s
         "stamp_ns": stamps,
         "action": episode.action,
         "joint_position": episode.state,
-        "skeleton_uvd": np.stack([skeleton_pixels(p, intrinsics) for p in episode.skeleton_points]),
-        "skeleton_valid": episode.skeleton_valid.astype(bool),
     }
 
 

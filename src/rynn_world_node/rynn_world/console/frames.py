@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 
 from rynn_common.description import D435I_COLOR, CameraIntrinsics
-from rynn_world.skeleton.renderer import SkeletonRenderer
+from rynn_world.skeleton import SkeletonRenderer, render_control
 
 MAX_BROWSER_FPS = 15.0
 MAX_BROWSER_WIDTH = 640
@@ -66,8 +66,7 @@ class SkeletonOverlay:
         if self._renderer is None or (self._renderer.intrinsics.width, self._renderer.intrinsics.height) != (width, height):
             self._renderer = SkeletonRenderer(self.camera.scaled(width, height))
             self._buffer = np.zeros((height, width, 3), dtype=np.uint8)
-        forearms = np.stack([elbows, joints[:, 0]], axis=1)  # (2, [elbow, wrist], 3), as the world model draws them
-        drawing = self._renderer.render(joints, forearms, valid, out=self._buffer)
+        drawing = render_control(self._renderer, joints, valid, elbows, out=self._buffer)  # the world model's control frame
         painted = drawing.any(axis=2)
         out = rgb.copy()
         out[painted] = drawing[painted]

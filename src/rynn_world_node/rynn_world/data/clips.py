@@ -5,7 +5,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..image_input import to_model_rgb
-from ..skeleton import CameraIntrinsics, SkeletonRenderer
+from ..skeleton import CameraIntrinsics, SkeletonRenderer, render_control
 
 
 @dataclass
@@ -53,8 +53,7 @@ def resize_frames(frames: np.ndarray, height: int, width: int) -> np.ndarray:
 
 
 def render_skeleton(joints_camera: np.ndarray, valid: np.ndarray | None, intrinsics: CameraIntrinsics,
-                    height: int, width: int, forearms: np.ndarray | None = None) -> np.ndarray:
-    """(T, 2, 21, 3) camera-frame joints -> (T, H, W, 3) with the project's depth-aware renderer."""
-    renderer = SkeletonRenderer(intrinsics.scaled(width, height))
-    joints = np.nan_to_num(np.asarray(joints_camera, dtype=np.float64), nan=0.0)
-    return renderer.render(joints, forearms=forearms, valid=valid)
+                    height: int, width: int, elbows: np.ndarray | None = None) -> np.ndarray:
+    """(T, 2, 21, 3) camera-frame joints (NaN = missing) and (T, 2, 3) elbows -> (T, H, W, 3) control
+    frames, through the same ``render_control`` the live node uses."""
+    return render_control(SkeletonRenderer(intrinsics.scaled(width, height)), joints_camera, valid, elbows)

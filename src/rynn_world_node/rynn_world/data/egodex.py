@@ -49,13 +49,13 @@ def load_egodex_hands(hdf5_path: Path, confidence_threshold: float = 0.0) -> Han
 
         joints = np.stack([np.stack([camera_points(n) for n in mediapipe_joint_names(s)], 1) for s in SIDES], 1)
         valid = np.stack([np.stack([confidence(n) for n in mediapipe_joint_names(s)], 1) for s in SIDES], 1)
-        forearms = None
+        elbows = None  # the forearm bar runs from <side>Forearm to <side>Hand, joint 0 (the wrist)
         if all(f"transforms/{s}Forearm" in f for s in SIDES):
-            forearms = np.stack([np.stack([camera_points(f"{s}Forearm"), camera_points(f"{s}Hand")], 1) for s in SIDES], 1)
+            elbows = np.stack([camera_points(f"{s}Forearm") for s in SIDES], 1)
     # the video's pixel size is the intrinsics' frame: principal point at the centre
     width, height = int(round(2 * K[0, 2])), int(round(2 * K[1, 2]))
     intrinsics = CameraIntrinsics(fx=K[0, 0], fy=K[1, 1], cx=K[0, 2], cy=K[1, 2], width=width, height=height)
-    return HandRecording(joints, valid & (joints[..., 2] > 0), intrinsics, forearms)
+    return HandRecording(joints, valid & (joints[..., 2] > 0), intrinsics, elbows)
 
 
 class EgoDexDataset(HumanVideoDataset):

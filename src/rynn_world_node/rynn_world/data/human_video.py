@@ -18,7 +18,7 @@ class HandRecording:
     joints_camera: np.ndarray  # (N, 2, 21, 3), MediaPipe order, [left, right]
     valid: np.ndarray  # (N, 2, 21) bool
     intrinsics: CameraIntrinsics  # of the video as stored
-    forearms: np.ndarray | None = None  # (N, 2, 2, 3) elbow, wrist
+    elbows: np.ndarray | None = None  # (N, 2, 3) elbow (forearm bar to the wrist joint), camera frame
 
 
 class HumanVideoDataset:
@@ -46,9 +46,9 @@ class HumanVideoDataset:
                 raise ValueError(f"{video}: {len(raw)} video frames but {len(hands.joints_camera)} annotated frames")
             pick = resample_indices(times, self.fps)
             frames = resize_frames(raw[pick], self.height, self.width)
-            forearms = None if hands.forearms is None else hands.forearms[pick]
+            elbows = None if hands.elbows is None else hands.elbows[pick]
             skeleton = render_skeleton(hands.joints_camera[pick], hands.valid[pick], hands.intrinsics,
-                                       self.height, self.width, forearms=forearms)
+                                       self.height, self.width, elbows)
             self._loaded = {i: (frames, skeleton, task)}  # one recording at a time: videos are large
         return self._loaded[i]
 

@@ -5,17 +5,19 @@ On-disk layout::
 
     <root>/index.json                      {"episodes": [{"task", "episode", "bag", "frames_file",
                                               "fps", "frames", "image_width", "image_height", ...}]}
-    <root>/<task>/episode_NNNN/bag/        rosbag2 MCAP: /camera/camera/color/image_raw (rgb8),
-                                           /camera/camera/color/camera_info, /rynn/reference_image,
-                                           /rynn/operator_skeleton (BimanualSkeleton, camera frame),
-                                           /rynn/action (RobotAction, 54-D), /joint_states, /rynn/episode
-    <root>/<task>/episode_NNNN/frames.npz  frame-aligned: stamp_ns (T,), action (T, 54),
-                                           joint_position (T, 54), skeleton_uvd (T, 2, 21, 3) pixel u, v
-                                           and camera depth, skeleton_valid (T, 2)
+    <root>/<task>/episode_NNNN/bag/        rosbag2 MCAP with the recorder's topics:
+                                           /camera/camera/color/image_raw (rgb8), .../camera_info,
+                                           /rynn/operator/skeleton_camera (BimanualSkeleton with elbows,
+                                           camera frame), /rynn/action (RobotAction, 54-D), /joint_states
+                                           (+ /rynn/reference_image, /rynn/episode)
+    <root>/<task>/episode_NNNN/frames.npz  frame-aligned: stamp_ns (T,), action (T, 54), joint_position (T, 54)
     <root>/<task>/episode_NNNN/episode.json  the index entry of this episode
 
-RGB frames only exist in the bag. Skeletons and actions come from frames.npz when it is there
-(fast) and otherwise from the bag's skeleton/action topics, aligned to each image stamp.
+RGB frames and skeletons only exist in the bag: every skeleton message is decoded by
+``ControlSample.from_message`` and rendered by ``render_control``, the live node's path, so a
+training control frame is the frame the node renders from the same message (forearms included).
+Actions come from frames.npz when it is there (fast), otherwise from the bag. Each image takes
+the newest skeleton and action at or before its stamp.
 """
 
 import json
@@ -26,12 +28,12 @@ import numpy as np
 from rosbags.highlevel import AnyReader
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
-from ..skeleton import CameraIntrinsics
+from ..skeleton import CameraIntrinsics, ControlSample
 from .clips import Clip, check_clip_frames, clip_starts, render_skeleton, resample_indices, resize_frames
 
 IMAGE_TOPIC = "/camera/camera/color/image_raw"
 CAMERA_INFO_TOPIC = "/camera/camera/color/camera_info"
-SKELETON_TOPIC = "/rynn/operator_skeleton"
+SKELETON_TOPIC = "/rynn/operator/skeleton_camera"
 ACTION_TOPIC = "/rynn/action"
 _MSG_DIR = Path(__file__).resolve().parents[3] / "rynn_teleop_msgs" / "msg"
 
@@ -42,8 +44,9 @@ class EpisodeArrays:
 
     stamps_s: np.ndarray  # (T,)
     frames: np.ndarray  # (T, H, W, 3) uint8
-    joints_camera: np.ndarray  # (T, 2, 21, 3) camera optical frame, metres
+    joints_camera: np.ndarray  # (T, 2, 21, 3) camera optical frame, metres; NaN = missing joint
     valid: np.ndarray  # (T, 2)
+    elbows: np.ndarray  # (T, 2, 3) robot elbows in the camera frame; NaN = unknown
     actions: np.ndarray  # (T, 54)
     intrinsics: CameraIntrinsics
 
@@ -65,10 +68,6 @@ def _image(msg) -> np.ndarray:
     return image[..., ::-1].copy() if msg.encoding == "bgr8" else image.copy()
 
 
-def _hand(hand) -> np.ndarray:
-    return np.array([[p.x, p.y, p.z] for p in hand.joints], dtype=np.float64)
-
-
 def _newest_at_or_before(stamps: np.ndarray, query: np.ndarray) -> np.ndarray:
     return np.clip(np.searchsorted(stamps, query, side="right") - 1, 0, len(stamps) - 1)
 
@@ -78,7 +77,8 @@ def read_episode(episode_dir: Path) -> EpisodeArrays:
     bag = episode_dir / "bag"
     if not bag.is_dir():
         raise FileNotFoundError(f"{bag} not found: an episode needs its rosbag2 directory")
-    topics = {IMAGE_TOPIC: [], CAMERA_INFO_TOPIC: [], SKELETON_TOPIC: [], ACTION_TOPIC: []}
+    npz = episode_dir / "frames.npz"
+    topics = {IMAGE_TOPIC: [], CAMERA_INFO_TOPIC: [], SKELETON_TOPIC: []} | ({} if npz.is_file() else {ACTION_TOPIC: []})
     with AnyReader([bag], default_typestore=_typestore()) as reader:
         connections = [c for c in reader.connections if c.topic in topics]
         for connection, stamp, raw in reader.messages(connections=connections):
@@ -89,31 +89,24 @@ def read_episode(episode_dir: Path) -> EpisodeArrays:
     frames = np.stack([_image(m) for _, m in topics[IMAGE_TOPIC]])
     info = topics[CAMERA_INFO_TOPIC][0][1]
     intrinsics = CameraIntrinsics(fx=info.k[0], fy=info.k[4], cx=info.k[2], cy=info.k[5], width=info.width, height=info.height)
-    npz = episode_dir / "frames.npz"
+    if not topics[SKELETON_TOPIC]:
+        raise ValueError(f"{bag} has no {SKELETON_TOPIC} messages")
+    skeleton_stamps = np.array([stamp for stamp, _ in topics[SKELETON_TOPIC]], dtype=np.int64)
+    samples = [ControlSample.from_message(topics[SKELETON_TOPIC][i][1])
+               for i in _newest_at_or_before(skeleton_stamps, image_stamps)]
     if npz.is_file():
-        arrays = np.load(npz)
-        if len(arrays["stamp_ns"]) != len(frames):
-            raise ValueError(f"{npz} has {len(arrays['stamp_ns'])} frames but the bag has {len(frames)} images")
-        uvd = arrays["skeleton_uvd"]
-        z = uvd[..., 2]
-        joints = np.stack([(uvd[..., 0] - intrinsics.cx) * z / intrinsics.fx, (uvd[..., 1] - intrinsics.cy) * z / intrinsics.fy, z], -1)
-        valid, actions = arrays["skeleton_valid"].astype(bool), arrays["action"]
+        actions = np.load(npz)["action"]
+        if len(actions) != len(frames):
+            raise ValueError(f"{npz} has {len(actions)} frames but the bag has {len(frames)} images")
+    elif topics.get(ACTION_TOPIC):
+        action_stamps = np.array([stamp for stamp, _ in topics[ACTION_TOPIC]], dtype=np.int64)
+        actions = np.stack([np.asarray(topics[ACTION_TOPIC][i][1].positions)
+                            for i in _newest_at_or_before(action_stamps, image_stamps)])
     else:
-        joints, valid, actions = _aligned_from_bag(topics, image_stamps, bag)
-    return EpisodeArrays(image_stamps * 1e-9, frames, joints, valid, np.asarray(actions, dtype=np.float32), intrinsics)
-
-
-def _aligned_from_bag(topics: dict, image_stamps: np.ndarray, bag: Path):
-    if not topics[SKELETON_TOPIC] or not topics[ACTION_TOPIC]:
-        raise ValueError(f"{bag}: no frames.npz and no {SKELETON_TOPIC} / {ACTION_TOPIC} messages to align")
-    skel_stamps = np.array([s for s, _ in topics[SKELETON_TOPIC]])
-    pick = _newest_at_or_before(skel_stamps, image_stamps)
-    skeletons = [topics[SKELETON_TOPIC][i][1] for i in pick]
-    joints = np.stack([np.stack([_hand(m.left), _hand(m.right)]) for m in skeletons])
-    valid = np.array([[m.left.valid, m.right.valid] for m in skeletons], dtype=bool)
-    action_stamps = np.array([s for s, _ in topics[ACTION_TOPIC]])
-    actions = np.stack([np.asarray(topics[ACTION_TOPIC][i][1].positions) for i in _newest_at_or_before(action_stamps, image_stamps)])
-    return joints, valid, actions
+        raise ValueError(f"{bag}: no frames.npz and no {ACTION_TOPIC} messages")
+    return EpisodeArrays(image_stamps * 1e-9, frames, np.stack([s.joints for s in samples]),
+                         np.stack([s.valid for s in samples]), np.stack([s.elbows for s in samples]),
+                         np.asarray(actions, dtype=np.float32), intrinsics)
 
 
 class RobotEpisodeDataset:
@@ -159,7 +152,8 @@ class RobotEpisodeDataset:
             ep = read_episode(self.root / Path(entry["bag"]).parent)
             pick = resample_indices(ep.stamps_s, self.fps)
             frames = resize_frames(ep.frames[pick], self.height, self.width)
-            skeleton = render_skeleton(ep.joints_camera[pick], ep.valid[pick], ep.intrinsics, self.height, self.width)
+            skeleton = render_skeleton(ep.joints_camera[pick], ep.valid[pick], ep.intrinsics, self.height, self.width,
+                                       ep.elbows[pick])
             self._cache[entry_index] = (frames, skeleton, ep.actions[pick])
         return self._cache[entry_index]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from rynn_common.description import D435I_COLOR
+from rynn_common.description import D435I_COLOR, CameraIntrinsics
 from rynn_world.checkpoints import packaged_checkpoint
 from rynn_world.model.configs import WorldModelConfig
 from rynn_world.streaming import StreamingWorldModel
@@ -18,18 +18,20 @@ from rynn_world.training.export import load_or_build_transformer, load_vae
 
 
 def load_streaming_model(
-    config: WorldModelConfig, checkpoint: str, device: str, seed: int = 0, vae_kernels: str = "reference"
+    config: WorldModelConfig, checkpoint: str, device: str, seed: int = 0, vae_kernels: str = "reference",
+    intrinsics: CameraIntrinsics = D435I_COLOR,
 ) -> tuple[StreamingWorldModel, str]:
     """(model, description). A checkpoint directory holds ``transformer/`` and ``vae/`` in
     diffusers layout; a missing or mismatched one raises an error that names what is wrong.
     vae_kernels: "reference" (diffusers' kernels), "onednn" (CPU float32, ~4x faster VAE, equal
-    up to float rounding) or "auto" (the node's default: "onednn" on the CPU, else "reference")."""
+    up to float rounding) or "auto" (the node's default: "onednn" on the CPU, else "reference").
+    intrinsics: the camera the skeletons are rendered in (the node's camera, as its CameraInfo says)."""
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     if vae_kernels == "auto":
         vae_kernels = "onednn" if device == "cpu" else "reference"
     path = Path(checkpoint).expanduser() if checkpoint else packaged_checkpoint(config.name)
     if path is None:
-        model = StreamingWorldModel(config, intrinsics=D435I_COLOR, device=device, dtype=dtype, seed=seed, vae_kernels=vae_kernels)
+        model = StreamingWorldModel(config, intrinsics=intrinsics, device=device, dtype=dtype, seed=seed, vae_kernels=vae_kernels)
         return model, (
             f"random weights: no checkpoint given and none packaged for {config.name!r} "
             "(frames will not look like the scene; pass checkpoint:=<dir>)"
@@ -39,7 +41,7 @@ def load_streaming_model(
     transformer = load_or_build_transformer(config, str(path)).to(device=device, dtype=dtype).eval()
     vae = load_vae(config, str(path), device=device, dtype=dtype)
     model = StreamingWorldModel(
-        config, transformer=transformer, vae=vae, intrinsics=D435I_COLOR, device=device, dtype=dtype, seed=seed,
+        config, transformer=transformer, vae=vae, intrinsics=intrinsics, device=device, dtype=dtype, seed=seed,
         vae_kernels=vae_kernels,
     )
     return model, (f"checkpoint {path}" if checkpoint else f"packaged default checkpoint {path} (model card: {path / 'MODEL_CARD.md'})")

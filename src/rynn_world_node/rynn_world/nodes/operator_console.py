@@ -36,7 +36,8 @@ from tf2_msgs.msg import TFMessage
 from rynn_common.description import resolve_urdf_path
 from rynn_common.node_runner import run_node
 from rynn_common.qos import LATCHED_QOS
-from rynn_common.ros_conversions import bimanual_skeleton_to_arrays, seconds_from_time
+from rynn_common.ros_conversions import seconds_from_time
+from rynn_common.skeleton_arrays import bimanual_skeleton_to_arrays
 from rynn_robot_bridge.image_layout import read_image_header
 from rynn_robot_bridge.ros_camera import IMAGE_TOPIC, image_to_rgb
 from rynn_teleop_msgs.msg import BimanualSkeleton, TeleopStatus

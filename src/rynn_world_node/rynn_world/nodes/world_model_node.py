@@ -41,7 +41,6 @@ from rynn_common.node_runner import run_node
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.qos import LATCHED_QOS
 from rynn_common.ros_conversions import (
-    bimanual_skeleton_to_arrays,
     make_diagnostics,
     make_teleop_status,
     seconds_from_time,
@@ -50,6 +49,7 @@ from rynn_common.ros_conversions import (
 from rynn_robot_bridge.ros_camera import image_to_rgb, make_camera_info, make_image
 from rynn_world.live_session import LiveWorldSession, SessionSettings
 from rynn_world.model.configs import get_config
+from rynn_world.skeleton import ControlSample
 from rynn_world.nodes.model_loading import load_streaming_model
 
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -82,6 +82,7 @@ class WorldModelNode(Node):
         declare("skeleton_timeout_s", 0.5)
         declare("max_frame_age_s", 0.5)  # a frame older than this when due is dropped (counted)
         declare("publish_interval_s", 0.0)  # between a block's frames; 0 = a quarter of a model period
+        declare("control_frame_topic", "")  # debug: publish each control frame (stamped with its skeleton's stamp); "" = off
         get = lambda name: self.get_parameter(name).value  # noqa: E731
 
         self.stats = PipelineStats()
@@ -90,7 +91,9 @@ class WorldModelNode(Node):
         device = get("device")
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        model, described = load_streaming_model(config, get("checkpoint"), device, int(get("seed")), get("vae_kernels"))
+        self.intrinsics = D435I_COLOR.scaled(int(get("camera_width")), int(get("camera_height")))
+        model, described = load_streaming_model(config, get("checkpoint"), device, int(get("seed")), get("vae_kernels"),
+                                                self.intrinsics)
         if "random" in described:
             self.stats.set_fault("untrained_model", described)
             self.get_logger().warning(described)
@@ -98,7 +101,8 @@ class WorldModelNode(Node):
                                f"torch threads {torch.get_num_threads()}")
 
         self.frame_id = get("frame_id")
-        self.intrinsics = D435I_COLOR.scaled(int(get("camera_width")), int(get("camera_height")))
+        control_topic = get("control_frame_topic")
+        self.control_pub = self.create_publisher(Image, control_topic, RELIABLE) if control_topic else None
         settings = SessionSettings(
             reanchor_every=int(get("reanchor_every")),
             skeleton_timeout=float(get("skeleton_timeout_s")),
@@ -107,7 +111,8 @@ class WorldModelNode(Node):
             follow_mode=bool(get("follow_mode")),
         )
         self.session = LiveWorldSession(model, self.stats, settings, clock=self._now, convert_real_frame=image_to_rgb,
-                                        file_reference=self._read_reference(get("reference_image")), warn=self._warn)
+                                        file_reference=self._read_reference(get("reference_image")), warn=self._warn,
+                                        on_control=self.publish_control if self.control_pub else None)
 
         self.image_pub = self.create_publisher(Image, get("image_topic"), CAMERA_QOS)
         self.info_pub = self.create_publisher(CameraInfo, get("camera_info_topic"), CAMERA_QOS)
@@ -147,10 +152,18 @@ class WorldModelNode(Node):
             self.get_logger().info(f"mode {msg.data}: {'streaming' if msg.data == 'digital' else 'idle'}")
 
     def on_skeleton(self, msg: BimanualSkeleton) -> None:
-        arrays = bimanual_skeleton_to_arrays(msg)
-        joints = arrays["joints"]
-        forearms = np.stack([arrays["elbows"], joints[:, 0]], axis=1)  # (2, [elbow, wrist], 3); NaN = unknown
-        self.session.offer_skeleton(joints, seconds_from_time(msg.header.stamp), forearms, arrays["valid"])
+        try:
+            sample = ControlSample.from_message(msg)
+        except ValueError as error:
+            self.stats.reject("malformed_skeleton")
+            self._warn(f"rejected a skeleton: {error}")
+            return
+        self.session.offer_skeleton(sample, seconds_from_time(msg.header.stamp))
+
+    def publish_control(self, frames: np.ndarray, stamps: list[float]) -> None:
+        """Debug topic: each control frame at the model's size, stamped with its skeleton's stamp."""
+        for frame, stamp in zip(frames, stamps):
+            self.control_pub.publish(make_image(frame, time_from_seconds(stamp), self.frame_id))
 
     # --- the session's threads ---------------------------------------------------------------
     def generate_loop(self) -> None:
