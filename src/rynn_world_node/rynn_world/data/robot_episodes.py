@@ -150,7 +150,10 @@ class RobotEpisodeDataset:
                 self._cache.pop(next(iter(self._cache)))
             entry = self.entries[entry_index]
             ep = read_episode(self.root / Path(entry["bag"]).parent)
-            pick = resample_indices(ep.stamps_s, self.fps)
+            # Episodes written on their own frame clock (generated, exported) at this rate are taken frame
+            # by frame: their stamps sit on the 200 Hz command grid (up to 5 ms after each 1/16 s tick),
+            # so resampling them again picked every other frame twice.
+            pick = np.arange(len(ep.stamps_s)) if entry["fps"] == self.fps else resample_indices(ep.stamps_s, self.fps)
             frames = resize_frames(ep.frames[pick], self.height, self.width)
             skeleton = render_skeleton(ep.joints_camera[pick], ep.valid[pick], ep.intrinsics, self.height, self.width,
                                        ep.elbows[pick])
