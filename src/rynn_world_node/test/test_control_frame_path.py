@@ -12,7 +12,7 @@ from rynn_world.model.configs import get_config
 from rynn_world.skeleton import ControlSample, SkeletonRenderer, render_control
 from rynn_world.streaming import StreamingWorldModel
 
-ros_conversions = pytest.importorskip("rynn_retarget.ros_conversions")  # rclpy messages, as the retarget node builds them
+ros_conversions = pytest.importorskip("rynn_common.ros_conversions")  # rclpy messages, as the retarget node builds them
 
 CONFIG = get_config("tiny")
 
