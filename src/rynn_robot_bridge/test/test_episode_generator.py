@@ -13,7 +13,7 @@ from rosbags.rosbag2 import Reader  # noqa: E402
 
 from rynn_retarget.pipeline import RetargetPipeline  # noqa: E402
 from rynn_robot_bridge.episodes.bag_writer import make_typestore  # noqa: E402
-from rynn_robot_bridge.episodes.generate import episode_in_progress, main  # noqa: E402
+from rynn_robot_bridge.episodes.generate import main  # noqa: E402
 
 TASKS = ["block_pushing", "lid_placement"]
 ARGS = ["--tasks", *TASKS, "--episodes", "1", "--seed", "7", "--duration", "0.5", "--width", "320", "--height", "240"]
@@ -113,15 +113,3 @@ def test_same_seed_gives_the_same_episode(generated, tmp_path):
     for key in first.files:
         np.testing.assert_array_equal(first[key], again[key])
 
-
-def test_an_episode_appears_only_when_complete(tmp_path):
-    """The one .partial-then-rename writer that generated and exported (clips) episodes share."""
-    final = tmp_path / "task" / "episode_0000"
-    with pytest.raises(RuntimeError, match="crash"), episode_in_progress(final) as partial:
-        (partial / "episode.json").write_text("{}")
-        raise RuntimeError("crash while writing")
-    assert not final.exists() and not partial.exists()
-    with episode_in_progress(final) as partial:
-        (partial / "episode.json").write_text("{}")
-        assert not final.exists()
-    assert (final / "episode.json").read_text() == "{}" and not partial.exists()

@@ -12,15 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
 import rynn_robot_bridge.sim  # noqa: F401  (headless GL before mujoco loads)
+from rynn_common.directories import directory_in_progress
 from rynn_robot_bridge.episodes.rollout import EpisodeSettings, episode_seed, record_episode
 from rynn_robot_bridge.sim.scenes import TASKS
 
@@ -42,21 +40,6 @@ def generate(out: Path, tasks: list[str], episodes: int, seed: int, settings: Ep
     return write_index(out)
 
 
-@contextmanager
-def episode_in_progress(final: Path) -> Iterator[Path]:
-    """A fresh ``<final>.partial`` directory to fill (one left by an interrupted run is deleted);
-    renamed to ``final`` when the block completes, deleted when it fails."""
-    partial = final.with_name(final.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
-    try:
-        yield partial
-        os.replace(partial, final)
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
-
-
 def write_episode_files(directory: Path, frames: dict[str, np.ndarray], summary: dict) -> None:
     """``frames.npz`` and ``episode.json``, the files every episode directory holds besides ``bag/``."""
     np.savez(directory / "frames.npz", **frames)
@@ -65,7 +48,7 @@ def write_episode_files(directory: Path, frames: dict[str, np.ndarray], summary:
 
 def _record_one(out: Path, task: str, index: int, seed: int, settings: EpisodeSettings) -> None:
     final = episode_dir(out, task, index)
-    with episode_in_progress(final) as partial:
+    with directory_in_progress(final) as partial:
         summary, frames = record_episode(task, seed, settings, partial / "bag")
         summary.update(episode=index, bag=f"{task}/{final.name}/bag", frames_file=f"{task}/{final.name}/frames.npz")
         write_episode_files(partial, frames, summary)

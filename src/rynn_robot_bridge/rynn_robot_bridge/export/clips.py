@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from rynn_common.directories import directory_in_progress
 from rynn_robot_bridge.episodes.bag_writer import EpisodeBagWriter
-from rynn_robot_bridge.episodes.generate import (INDEX_NAME, episode_dir, episode_in_progress, write_episode_files,
-                                                 write_index)
+from rynn_robot_bridge.episodes.generate import INDEX_NAME, episode_dir, write_episode_files, write_index
 from rynn_robot_bridge.export.bag_episode import (AlignedEpisode, EpisodeExportError, ExportTopics, bag_sha256, find_bags,
                                                   load_episode)
 
@@ -71,7 +71,7 @@ def write_clip(out: Path, episode: AlignedEpisode, task: str, source_sha256: str
     existing = [int(p.name.split("_")[1]) for p in (out / task_name).glob("episode_[0-9][0-9][0-9][0-9]")]
     index = max(existing, default=-1) + 1
     final = episode_dir(out, task_name, index)
-    with episode_in_progress(final) as partial:
+    with directory_in_progress(final) as partial:
         height, width = episode.image_shape[:2]
         summary = {
             "task": task_name, "task_text": task, "episode": index, "seed": None, "success": None,

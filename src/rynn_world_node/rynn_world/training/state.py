@@ -11,12 +11,13 @@ Loading restores all of them in place, so a resumed run continues bit-exactly.
 
 import json
 import random
-import shutil
 from pathlib import Path
 
 import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
+
+from rynn_common.directories import directory_in_progress
 
 CHECKPOINT_GLOB = "step_*"
 
@@ -60,9 +61,13 @@ def save_training_state(directory: Path, step: int, modules: dict, optimizers: d
                         emas: dict, history: dict) -> Path:
     """Write to `<dir>.partial` then rename, so a crash never leaves a checkpoint that looks complete."""
     directory = Path(directory)
-    partial = directory.with_name(directory.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
+    with directory_in_progress(directory) as partial:
+        _write_training_state(partial, step, modules, optimizers, schedulers, emas, history)
+    return directory
+
+
+def _write_training_state(partial: Path, step: int, modules: dict, optimizers: dict, schedulers: dict,
+                          emas: dict, history: dict) -> None:
     save_file({f"{m}.{k}": v.detach().cpu().contiguous() for m, module in modules.items()
                for k, v in module.state_dict().items()}, str(partial / "modules.safetensors"))
     optimizer_tensors, optimizer_structure = {}, {}
@@ -88,9 +93,6 @@ def save_training_state(directory: Path, step: int, modules: dict, optimizers: d
         "history": history,
     }
     (partial / "trainer.json").write_text(json.dumps(trainer))
-    shutil.rmtree(directory, ignore_errors=True)
-    partial.rename(directory)
-    return directory
 
 
 def load_training_state(directory: Path, modules: dict, optimizers: dict, schedulers: dict, emas: dict) -> tuple[int, dict]:
