@@ -1,11 +1,13 @@
 """PipelineStats is written from worker threads while a status timer reads it: no count is lost,
 no reader sees a half-written state or crashes on a dictionary that changes size under it."""
 
+import sys
 import threading
+
+from builtin_interfaces.msg import Time
 
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status
-from builtin_interfaces.msg import Time
 
 WRITERS, ROUNDS = 4, 5000
 
@@ -43,12 +45,17 @@ def test_counts_from_many_threads_add_up_while_a_reader_polls():
 
     threads = [threading.Thread(target=write, args=(w,)) for w in range(WRITERS)]
     reader = threading.Thread(target=read)
-    for thread in [*threads, reader]:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    done.set()
-    reader.join()
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter allows: most interleavings
+    try:
+        for thread in [*threads, reader]:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        done.set()
+        reader.join()
+    finally:
+        sys.setswitchinterval(switch_interval)
 
     assert not reader_errors, reader_errors
     assert readings[0] > 0
