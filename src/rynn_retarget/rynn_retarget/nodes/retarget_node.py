@@ -45,6 +45,7 @@ from rynn_retarget.nodes.glove_node import HANDS_TOPIC
 from rynn_retarget.operator.frame import TRACKER_NAMES, HandSkeleton, OperatorFrame
 from rynn_retarget.pipeline import RetargetPipeline
 from rynn_common.pipeline_stats import PipelineStats
+from rynn_common.qos import TF_QOS
 from rynn_common.ros_conversions import (
     make_bimanual_skeleton,
     make_diagnostics,
@@ -119,7 +120,7 @@ class RetargetNode(Node):
         self.skeleton_pub = self.create_publisher(BimanualSkeleton, "/rynn/operator/skeleton_camera", RELIABLE)
         self.status_pub = self.create_publisher(TeleopStatus, "/rynn/status", RELIABLE)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", RELIABLE)
-        self.create_subscription(TFMessage, "/tf", self.on_tf, QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+        self.create_subscription(TFMessage, "/tf", self.on_tf, TF_QOS)
         self.create_subscription(BimanualSkeleton, self.get_parameter("hands_topic").value, self.on_hands, RELIABLE)
         self.create_service(Trigger, "~/calibrate", self.on_calibrate)
         self.create_timer(1.0 / float(self.get_parameter("status_rate_hz").value), self.publish_status)

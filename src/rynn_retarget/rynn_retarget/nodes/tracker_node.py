@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 from geometry_msgs.msg import Quaternion, Transform, TransformStamped, Vector3
-from rclpy.qos import QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Header
 from tf2_msgs.msg import TFMessage
 from transforms3d.quaternions import mat2quat
 
 from rynn_common.node_runner import run_node
+from rynn_common.qos import TF_QOS
 from rynn_retarget.nodes.operator_input import OperatorInputNode
 from rynn_retarget.operator.frame import TRACKER_NAMES, OperatorFrame
-
-TF_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)  # as tf2_ros' broadcaster
 
 
 def transform_from_matrix(matrix: np.ndarray) -> Transform:

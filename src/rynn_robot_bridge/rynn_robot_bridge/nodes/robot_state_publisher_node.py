@@ -20,10 +20,10 @@ from tf2_msgs.msg import TFMessage
 
 from rynn_common.description import resolve_urdf_path
 from rynn_common.node_runner import run_node
-from rynn_retarget.nodes.tracker_node import TF_QOS, transform_from_matrix
 from rynn_common.pipeline_stats import PipelineStats
-from rynn_common.qos import LATCHED_QOS
+from rynn_common.qos import LATCHED_QOS, TF_QOS
 from rynn_common.ros_conversions import make_diagnostics
+from rynn_retarget.nodes.tracker_node import transform_from_matrix
 from rynn_robot_bridge.robot_state import LinkTransform, RobotStatePublisherCore
 
 NODE_NAME = "robot_state_publisher"
