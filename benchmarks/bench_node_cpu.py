@@ -1,0 +1,146 @@
+"""CPU of every process of the default graph, as CPU-seconds per second and per 200 Hz command tick.
+
+Starts config/teleop_graph.yaml through the embedded launcher as bench_digital_latency.py does
+(synthetic operator at its nominal rates, retarget, bridge, recorder recording an episode, world
+model, simulated robot), waits ``--warmup`` seconds, then reads each process's utime + stime from
+/proc over ``--seconds``. On a shared, loaded machine wall-clock shares mislead: CPU-seconds a
+process *used* per second it ran, and per message it handled, do not depend on how much other
+work ran beside it (as long as the graph keeps its rates: the /rynn/action rate is printed).
+
+``--profile NAME`` also samples that process (e.g. ``operator``, ``rynn_recorder``) with py-spy
+over the window (Python frames of running threads, without pausing the process) and prints the
+functions with the most samples, by own time and by time including callees.
+
+    .venv/bin/python benchmarks/bench_node_cpu.py [--seconds 20] [--warmup 8] [--profile operator] [name:=value ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_digital_latency import NOT_BUDGETED, STARTED, call, launch_command, machine_info, start_graph  # noqa: E402
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of every thread of ``pid`` (not its children), from /proc/PID/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def start_profile(pid: int, seconds: float, output: Path) -> subprocess.Popen:
+    py_spy = Path(sys.executable).with_name("py-spy")
+    if not py_spy.exists():
+        sys.exit("--profile needs py-spy: pip install -c requirements/constraints.txt -r requirements/benchmarks.txt")
+    return subprocess.Popen([str(py_spy), "record", "--pid", str(pid), "--duration", str(int(seconds)), "--rate", "200",
+                             "--format", "raw", "--threads", "--nonblocking", "--output", str(output)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def print_profile(raw: Path, top: int = 25) -> None:
+    """Collapsed stacks (``frame;frame;... count``) -> the functions with most own and inclusive samples."""
+    own, inclusive, threads = collections.Counter(), collections.Counter(), collections.Counter()
+    total = 0
+    for line in (raw.read_text() if raw.exists() else "").splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = stack.split(";")
+        samples = int(count)
+        total += samples
+        threads[frames[0]] += samples
+        own[frames[-1]] += samples
+        for frame in set(frames[1:]):
+            inclusive[frame] += samples
+    if not total:
+        print("  profile: no samples (the process was idle or py-spy could not attach)")
+        return
+    print(f"  {total} samples; per thread: " + ", ".join(f"{name} {100 * n / total:.0f}%" for name, n in threads.most_common(6)))
+    for title, counter in (("own time", own), ("including callees", inclusive)):
+        print(f"  top functions by {title} (% of samples):")
+        for frame, samples in counter.most_common(top):
+            print(f"    {100 * samples / total:5.1f}  {frame[:150]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("arguments", nargs="*", metavar="name:=value", help="launch arguments for the graph")
+    parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds")
+    parser.add_argument("--warmup", type=float, default=8.0, help="seconds after recording starts before measuring")
+    parser.add_argument("--profile", metavar="NAME", help="sample this graph process with py-spy over the window")
+    options = parser.parse_args()
+
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from rynn_teleop_msgs.msg import RobotAction
+    from std_srvs.srv import Trigger
+
+    with tempfile.TemporaryDirectory(prefix="bench_node_cpu_") as tmp:
+        log_dir = Path(tmp)
+        command = launch_command(options.arguments, log_dir)
+        print(f"graph: {' '.join(command[1:])}\nmachine: {machine_info()}", flush=True)
+        launcher, output = start_graph(command, log_dir)
+        processes = {name: int(pid) for name, pid in STARTED.findall(output.read_text())}
+        if options.profile and options.profile not in processes:
+            sys.exit(f"--profile {options.profile}: not a graph process ({', '.join(processes)})")
+        rclpy.init(args=[])  # the launch arguments on the command line are not ROS arguments
+        node = rclpy.create_node("bench_node_cpu")
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        actions = []
+        node.create_subscription(RobotAction, "/rynn/action", lambda _msg: actions.append(time.monotonic()),
+                                 QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+        try:
+            started = call(executor, node.create_client(Trigger, "/rynn/recorder/start"), Trigger.Request())
+            print(f"recorder: {started.message}", flush=True)
+            end = time.monotonic() + options.warmup
+            while time.monotonic() < end:
+                executor.spin_once(timeout_sec=0.05)
+            raw_profile = log_dir / "profile.txt"
+            profiler = start_profile(processes[options.profile], options.seconds, raw_profile) if options.profile else None
+            before = {name: cpu_seconds(pid) for name, pid in processes.items()}
+            actions.clear()
+            window_start = time.monotonic()
+            while time.monotonic() < window_start + options.seconds:
+                executor.spin_once(timeout_sec=0.05)
+            elapsed = time.monotonic() - window_start
+            used = {name: cpu_seconds(pid) - before[name] for name, pid in processes.items()}
+            call(executor, node.create_client(Trigger, "/rynn/recorder/stop"), Trigger.Request())
+            if profiler is not None:
+                _, errors = profiler.communicate(timeout=options.seconds + 60)
+                if profiler.returncode != 0:
+                    print(f"py-spy failed: {errors.decode(errors='replace')[-500:]}")
+        finally:
+            node.destroy_node()
+            rclpy.shutdown()
+            launcher.send_signal(signal.SIGINT)
+            launcher.wait(timeout=90)
+
+        ticks = len(actions)
+        print(f"\n{elapsed:.1f} s measured; /rynn/action received here: {ticks / elapsed:.0f} Hz (nominal 200)")
+        print(f"  {'process':26s} {'% of a core':>12s} {'CPU ms per 200 Hz tick':>24s}")
+        budgeted = 0.0
+        for name, seconds in sorted(used.items(), key=lambda item: -item[1]):
+            counted = not any(word in name for word in NOT_BUDGETED)
+            budgeted += seconds if counted else 0.0
+            per_tick = f"{1e3 * seconds / ticks:24.3f}" if ticks else f"{'n/a':>24s}"
+            print(f"  {name:26s} {100 * seconds / elapsed:12.1f} {per_tick}{'' if counted else '   (not budgeted)'}")
+        print(f"  {'operator+retarget+bridge+recorder+robot_state_publisher':26s} {100 * budgeted / elapsed:.1f} "
+              f"% of a core (issue 12 budget: <= 35)")
+        if options.profile:
+            print(f"\nprofile of {options.profile} (pid {processes[options.profile]}), py-spy, {options.seconds:g} s:")
+            print_profile(raw_profile)
+        print(f"machine at the end: {machine_info()}")
+
+
+if __name__ == "__main__":
+    main()
