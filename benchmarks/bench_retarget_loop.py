@@ -1,8 +1,9 @@
 """200 Hz output period jitter with 120 Hz operator input, measured two ways side by side:
 
 1. the real node graph: tracker_node + glove_node (synthetic, 120 Hz) and retarget_node over DDS,
-   in each layout (one process per node, all three in one container process, or one process per
-   node on rclpy's experimental C++ events executor), side by side; periods from the stamps of /rynn/action
+   in each layout (one process per node, all three in one container process, both on the node
+   runner's C++ EventsExecutor, or one process per node on rclpy's Python SingleThreadedExecutor, what the
+   runner used before), side by side; periods from the stamps of /rynn/action
    as received, and the CPU share of each process;
 2. a single-thread Python loop doing the same work (the naive design the node avoids).
 
@@ -43,22 +44,21 @@ def summarize(name: str, stamps: list, seconds: float, extra: str = "") -> None:
 
 OPERATOR_NODES = ("tracker_node", "glove_node", "retarget_node")
 RATE_ARGS = {"tracker_node": ["-p", "rate_hz:=120.0"], "glove_node": ["-p", "rate_hz:=120.0"], "retarget_node": []}
-# Each node on rclpy's experimental C++ EventsExecutor instead of the runner's Python SingleThreadedExecutor
-# (measured only: test/test_retarget_over_dds.py failed intermittently with it).
-EVENTS_EXECUTOR = ("import runpy, sys, rclpy.experimental, rynn_common.node_runner as runner; "
-                   "runner.SingleThreadedExecutor = rclpy.experimental.EventsExecutor; "
+# Each node on rclpy's Python SingleThreadedExecutor instead of the runner's C++ EventsExecutor.
+PYTHON_EXECUTOR = ("import runpy, sys, rclpy.executors, rynn_common.node_runner as runner; "
+                   "runner.EventsExecutor = rclpy.executors.SingleThreadedExecutor; "
                    "runpy.run_module(sys.argv[1], run_name='__main__')")
 
 
 def layout_commands(layout: str) -> dict[str, list[str]]:
-    """Process name -> command: each node its own process (Python or events executor), or one container."""
+    """Process name -> command: each node its own process (events or Python executor), or one container."""
     ros_args = {name: ["--ros-args", "-r", f"__node:={name}", *RATE_ARGS[name]] for name in OPERATOR_NODES}
     if layout == "container":
         command = [sys.executable, "-m", "rynn_world.launcher.container", "operator"]
         for name in OPERATOR_NODES:
             command += ["--node", f"rynn_retarget.nodes.{name}", *ros_args[name]]
         return {"operator container": command}
-    prefix = ["-c", EVENTS_EXECUTOR] if layout == "events_executor" else ["-m"]
+    prefix = ["-c", PYTHON_EXECUTOR] if layout == "python_executor" else ["-m"]
     return {name: [sys.executable, *prefix, f"rynn_retarget.nodes.{name}", *ros_args[name]] for name in OPERATOR_NODES}
 
 
@@ -148,10 +148,10 @@ def single_thread_loop(seconds: float) -> None:
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--layouts", nargs="+", default=["processes", "container", "events_executor"],
-                        choices=["processes", "container", "events_executor"],
-                        help="processes: one process per node (the node runner's Python executor); container: all "
-                             "three in one process; events_executor: one per node on rclpy's experimental C++ executor")
+    parser.add_argument("--layouts", nargs="+", default=["processes", "container", "python_executor"],
+                        choices=["processes", "container", "python_executor"],
+                        help="processes: one process per node (the node runner's EventsExecutor); container: all "
+                             "three in one process; python_executor: one per node on rclpy's SingleThreadedExecutor")
     args = parser.parse_args()
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
           f"inputs: synthetic operator at 120 Hz; output target 200 Hz")

@@ -6,11 +6,10 @@ by ``destroy_node()`` before the rclpy context goes away. rclpy's own handler
 would invalidate the context from inside the signal, and a KeyboardInterrupt
 raised in rclpy's C++ calls surfaces as unrelated errors.
 
-Single-threaded nodes spin on rclpy's Python SingleThreadedExecutor. rclpy's
-experimental C++ EventsExecutor halved the operator nodes' CPU in
-benchmarks/bench_retarget_loop.py (``--layouts events_executor``), but with it
-test/test_retarget_over_dds.py failed intermittently (diagnostics counters stuck
-short of the messages sent) where the Python executor never did, so it is not used.
+Nodes spin on rclpy's C++ EventsExecutor (``threads`` > 1: the Python
+MultiThreadedExecutor): its wait and dispatch loop is C++, where the Python
+executors rebuild a wait set in Python for every message. It installs its own
+SIGINT/SIGTERM handlers when made; the runner puts its flag-setting ones back.
 ``run_components`` puts several nodes in one process on one executor, as ROS 2
 component containers do (the graph's ``containers``), so they share one
 interpreter, one DDS participant and one executor instead of one each.
@@ -23,7 +22,8 @@ import threading
 from typing import Callable
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
@@ -42,12 +42,17 @@ def run_components(factories: list[Callable[[], Node]], args=None, threads: int 
     signal or an external shutdown, then destroy them in reverse order and shut rclpy down."""
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
+
+    def stop_on_signals() -> None:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: stop.set())
+
+    stop_on_signals()
     nodes: list[Node] = []
     executor = None
     try:
-        executor = MultiThreadedExecutor(num_threads=threads) if threads > 1 else SingleThreadedExecutor()
+        executor = MultiThreadedExecutor(num_threads=threads) if threads > 1 else EventsExecutor()
+        stop_on_signals()  # again: the EventsExecutor replaced them with its own
         for make_node in factories:
             nodes.append(make_node())
             executor.add_node(nodes[-1])

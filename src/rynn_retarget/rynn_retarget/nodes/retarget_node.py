@@ -101,7 +101,7 @@ class RetargetNode(Node):
         self.camera_frame = self.pipeline.config.camera_frame
         self.names = joint_names()
         self.stats = PipelineStats()
-        self.lock = threading.Lock()  # the pipeline (worker, calibration, status)
+        self.lock = threading.Lock()  # the pipeline (worker, calibration)
         self.smoother_lock = threading.Lock()  # held only for microseconds: the 200 Hz loop waits on it
         self.last_accepted = float("-inf")  # monotonic time of the last retargeted sample
         self.stale_after = self.pipeline.config.guard.stale_after_s
@@ -211,6 +211,8 @@ class RetargetNode(Node):
             if frame is not None:
                 next_solve = time.monotonic() + self.solve_interval
                 self.retarget(frame)
+            with self.lock:
+                self.pipeline.guard.check_stale(time.monotonic())  # counts stale episodes
 
     def retarget(self, frame: OperatorFrame) -> None:
         with self.stats.timed("retarget"), self.lock:
@@ -278,13 +280,12 @@ class RetargetNode(Node):
 
     # --- status and calibration -----------------------------------------------
     def publish_status(self) -> None:
-        with self.lock:
-            counters = self.pipeline.counters
-            self.stats.set_totals(
-                dropped={f"guard_{name}": count for name, count in counters.items() if name in GUARD_DROPS},
-                rejected={f"guard_{name}": count for name, count in counters.items()
-                          if name not in GUARD_DROPS and name != "accepted"})
-            self.pipeline.guard.check_stale(time.monotonic())  # counts stale episodes
+        """Never waits for the solver (only the worker touches the pipeline; its counters are copied whole)."""
+        counters = self.pipeline.counters
+        self.stats.set_totals(
+            dropped={f"guard_{name}": count for name, count in counters.items() if name in GUARD_DROPS},
+            rejected={f"guard_{name}": count for name, count in counters.items()
+                      if name not in GUARD_DROPS and name != "accepted"})
         with self.smoother_lock:
             self.stats.set_totals(rejected={"smoother_rejected_target": self.smoother.counters["rejected_targets"]})
         stamp = self.get_clock().now().to_msg()
@@ -315,14 +316,11 @@ class RetargetNode(Node):
 
 
 COMPONENT = RetargetNode  # what a container (rynn_world.launcher.container) instantiates
-# Two executor threads: the status timer and the calibration service wait for the pipeline lock while the
-# worker solves; with one thread, /tf and hands callbacks queue behind them (and overflow on a loaded machine).
-EXECUTOR_THREADS = 2
 
 
 def main(args=None):
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
-    run_node(RetargetNode, args, threads=EXECUTOR_THREADS)
+    run_node(RetargetNode, args)
 
 
 if __name__ == "__main__":

@@ -6,9 +6,8 @@ Each MODULE exposes ``COMPONENT``, its node class, which takes rclpy's node opti
 every node gets its own ``--ros-args`` (name, parameters, remappings) and ignores the
 process-wide ones, so a node behaves as it does in its own process. Prints
 ``container NAME up: node, ...`` once every node is constructed (the launchers'
-readiness line). The executor gets the most threads any module asks for
-(``EXECUTOR_THREADS``, default 1) and the GIL switch interval is the smallest any module asks
-for (``GIL_SWITCH_INTERVAL_S``): a 200 Hz thread in one component must still get the GIL quickly.
+readiness line). The GIL switch interval is the smallest any module asks for
+(``GIL_SWITCH_INTERVAL_S``): a 200 Hz thread in one component must still get the GIL quickly.
 """
 
 from __future__ import annotations
@@ -53,8 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     def ready(nodes) -> None:
         print(f"container {name} up: {', '.join(node.get_name() for node in nodes)}", flush=True)
 
-    threads = max(getattr(module, "EXECUTOR_THREADS", 1) for module, _ in modules)
-    run_components(factories, args=[], threads=threads, on_ready=ready)  # no process-wide ROS arguments: each node has its own
+    run_components(factories, args=[], on_ready=ready)  # no process-wide ROS arguments: each node has its own
     return 0
 
 
