@@ -97,8 +97,13 @@ def test_digital_mode_streams_realsense_identical_frames_stamped_by_skeleton(ros
         camera_and_spin()
 
     assert wait_until(lambda: len(images) >= 20, 90.0, spin=feed_and_spin), read_log(world_model)
-    wait_until(lambda: len(infos) >= len(images), 5.0, spin=feed_and_spin)  # each image's info follows it
     checked = images[:20]
+
+    def infos_follow_checked_images() -> bool:  # each image's info is published right after it
+        have = {round(stamp_s(info.header), 6) for info in infos}
+        return all(round(stamp_s(image.header), 6) in have for image in checked)
+
+    assert wait_until(infos_follow_checked_images, 30.0, spin=feed_and_spin), "a CameraInfo never followed its image"
     for image in checked:
         assert (image.encoding, image.width, image.height) == ("rgb8", 640, 480)
         assert image.header.frame_id == "camera_color_optical_frame" and image.step == 640 * 3
