@@ -1,7 +1,9 @@
 """Evaluate world-model checkpoints on held-out clips: one table per task (markdown + JSON).
 
 Methods: copy-the-reference-frame, the bidirectional teacher, the causal student without DMD
-(warm-up only) and the causal student, each given when its checkpoint is. Metrics are over the
+(warm-up only) and the causal student, each given when its checkpoint is. The students run through
+StreamingWorldModel as the live node runs them (null action on the reference, re-anchoring every
+``reanchor_every`` frames). Metrics are over the
 generated frames (frame 0, the given reference, excluded). Action grounding: the student run on
 the same clip with another held-out episode's skeleton stream; the gap is own minus mismatched
 (a model that ignores the action scores ~0). Per episode a side-by-side MP4 is written:
@@ -25,7 +27,7 @@ from ..model.configs import get_config
 from ..training.config import DataConfig, load_config, parse_overrides
 from ..training.datasets import build_clip_dataset
 from ..training.export import load_or_build_transformer, load_vae
-from .generation import decode, student_latents, teacher_latents
+from .generation import decode, stream_clip, teacher_latents
 from .metrics import SKIPPED, FVDMetric, LPIPSMetric, psnr, ssim
 
 METHODS = ("copy_reference", "teacher", "student_no_dmd", "student")
@@ -38,6 +40,7 @@ class EvalConfig:
     student_checkpoint: str | None = None
     student_no_dmd_checkpoint: str | None = None
     teacher_steps: int = 20
+    reanchor_every: int | None = 81  # the students' re-anchor interval, the live node's default
     data: DataConfig = field(default_factory=DataConfig)
     max_clips_per_task: int | None = None
     lpips_weights: str | None = None
@@ -82,18 +85,23 @@ def evaluate(cfg: EvalConfig) -> dict:
             chosen.append(i)
             per_task[task] = per_task.get(task, 0) + 1
     lpips, fvd = LPIPSMetric(cfg.lpips_weights), {m: FVDMetric(cfg.i3d_weights) for m in METHODS}
-    encoded = {i: encode_clip(vae, clips[i]) for i in chosen}
+    encoded = {i: encode_clip(vae, clips[i]) for i in chosen} if "teacher" in models else {}
     rows = []
     for n, i in enumerate(tqdm(chosen, desc="evaluate")):
         clip = clips[i]
-        latents, control = encoded[i]["latents"][None], encoded[i]["control"][None]
         truth = clip.frames[1:]
         videos = {"copy_reference": np.repeat(clip.reference[None], len(truth), axis=0)}
-        for name, model in models.items():
-            seed = cfg.seed + n
-            z = (teacher_latents(model, latents[:, :, :1], control, cfg.teacher_steps, config.shift, seed)
-                 if name == "teacher" else student_latents(model, config, latents[:, :, :1], control, seed))
-            videos[name] = decode(vae, z)[1:]
+
+        def generate(name, control_index, seed, reference=clip.reference, reference_index=i):
+            """This clip's frames from `name`, conditioned on clip `control_index`'s control frames."""
+            if name != "teacher":
+                return stream_clip(models[name], vae, config, reference, clips[control_index].skeleton, seed, cfg.reanchor_every)
+            latents = encoded[reference_index]["latents"][None]
+            return decode(vae, teacher_latents(models[name], latents[:, :, :1], encoded[control_index]["control"][None],
+                                               cfg.teacher_steps, config.shift, seed))[1:]
+
+        for name in models:
+            videos[name] = generate(name, i, cfg.seed + n)
         row = {"task": clip.task, "clip": clip.source_id}
         for name, video in videos.items():
             row[name] = {"psnr": psnr(video, truth), "ssim": ssim(video, truth), "lpips": lpips(video, truth)}
@@ -101,11 +109,7 @@ def evaluate(cfg: EvalConfig) -> dict:
         grounded = cfg.grounding_method or ("student" if "student" in models else next(iter(models)))
         other = chosen[(n + 1) % len(chosen)]
         if len(chosen) > 1:
-            mismatched = decode(vae, student_latents(models[grounded], config, latents[:, :, :1],
-                                                     encoded[other]["control"][None], cfg.seed + n)
-                                if grounded != "teacher" else
-                                teacher_latents(models[grounded], latents[:, :, :1], encoded[other]["control"][None],
-                                                cfg.teacher_steps, config.shift, cfg.seed + n))[1:]
+            mismatched = generate(grounded, other, cfg.seed + n)
             row["grounding"] = {"method": grounded, "mismatched_clip": clips[other].source_id,
                                 "psnr_gap": row[grounded]["psnr"] - psnr(mismatched, truth),
                                 "ssim_gap": row[grounded]["ssim"] - ssim(mismatched, truth)}

@@ -1,14 +1,15 @@
-"""Video generation for evaluation: each method turns (reference latent, control latents) into
-RGB frames through the same VAE decoder, so the metrics compare the generators only."""
+"""Video generation for evaluation. The causal students run through StreamingWorldModel itself,
+fed the clip's control frames one by one as the live node feeds skeletons (re-anchoring included),
+so evaluation scores exactly what the live node serves; the bidirectional teacher (not a live path)
+turns (reference latent, control latents) into frames through the same VAE decoder."""
 
 import numpy as np
 import torch
 
-from .. import flow_matching as fm
-from ..model.causal import CausalStudentSampler
 from ..model.configs import WorldModelConfig
 from ..model.teacher import generate_bidirectional
 from ..model.vae import StreamingVAEDecoder, tensor_to_rgb
+from ..streaming import StreamingWorldModel
 
 
 def decode(vae, latents: torch.Tensor) -> np.ndarray:
@@ -24,15 +25,17 @@ def teacher_latents(transformer, reference: torch.Tensor, control: torch.Tensor,
                                   sampler="euler", generator=generator)
 
 
-@torch.no_grad()
-def student_latents(transformer, config: WorldModelConfig, reference: torch.Tensor, control: torch.Tensor,
-                    seed: int) -> torch.Tensor:
-    """Block by block through the fixed-size KV cache, exactly as StreamingWorldModel runs it."""
-    generator = torch.Generator(reference.device).manual_seed(seed)
-    sampler = CausalStudentSampler(transformer, config.latent_size, block_frames=config.block_frames,
-                                   window_blocks=config.window_blocks,
-                                   sigmas=fm.student_sigmas(config.denoising_list, config.shift), generator=generator)
-    sampler.start(reference, control[:, :, :1])
-    k = config.block_frames
-    blocks = [reference] + [sampler.next_block(control[:, :, i: i + k]) for i in range(1, control.shape[2], k)]
-    return torch.cat(blocks, dim=2)
+def stream_clip(transformer, vae, config: WorldModelConfig, reference: np.ndarray, control: np.ndarray, seed: int,
+                reanchor_every: int | None) -> np.ndarray:
+    """Frames 1.. of a clip from StreamingWorldModel: reset on the reference (frame 0, null action),
+    then control frame j (j >= 1) pushed at time j / fps, a step as soon as a block's last tick has
+    arrived (as the live session steps, so the model clock never skips), re-anchoring on the last
+    generated frame every ``reanchor_every`` frames as the model does by itself."""
+    model = StreamingWorldModel(config, transformer=transformer, vae=vae, seed=seed, reanchor_every=reanchor_every)
+    model.reset(reference)
+    frames = []
+    for j in range(1, len(control)):
+        model.push_skeleton(control[j], stamp=j / config.fps)
+        if model.next_block_end() <= model.newest_skeleton_stamp + 1e-9:
+            frames.append(model.step())
+    return np.concatenate(frames)[: len(control) - 1]

@@ -1,0 +1,71 @@
+"""Evaluation generates the students' frames with StreamingWorldModel exactly as the live node's
+session drives it: the same frames, bit for bit, re-anchoring included."""
+
+import numpy as np
+import torch
+
+from rynn_common.pipeline_stats import PipelineStats
+from rynn_world.evaluation.generation import stream_clip
+from rynn_world.live_session import LiveWorldSession, SessionSettings
+from rynn_world.model.configs import get_config
+from rynn_world.model.transformer import RynnWorldTransformer
+from rynn_world.model.vae import build_vae
+from rynn_world.skeleton import CameraIntrinsics, SkeletonRenderer, render_control
+from rynn_world.streaming import StreamingWorldModel
+
+CFG = get_config("tiny")
+T0 = 1000.0
+CLIP_FRAMES = 17
+REANCHOR = 9  # the reference + 2 blocks: the 16 generated frames cross two re-anchors
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = T0
+
+    def __call__(self):
+        return self.now
+
+
+def _clip():
+    torch.manual_seed(0)
+    transformer = RynnWorldTransformer(**CFG.transformer, null_text_tokens=CFG.null_text_tokens).eval()
+    vae = build_vae(CFG.vae).eval()
+    rng = np.random.default_rng(0)
+    reference = rng.integers(0, 255, (CFG.height, CFG.width, 3), dtype=np.uint8)
+    renderer = SkeletonRenderer(CameraIntrinsics(fx=80.0, fy=80.0, cx=CFG.width / 2, cy=CFG.height / 2,
+                                                 width=CFG.width, height=CFG.height))
+    joints = rng.normal(0.0, 0.03, (2, 21, 3)) + [0.0, 0.0, 0.5]
+    moving = np.stack([joints + [0.01 * j, 0.0, 0.0] for j in range(CLIP_FRAMES)])
+    control = render_control(renderer, moving, np.ones((CLIP_FRAMES, 2), bool))
+    return transformer, vae, reference, control
+
+
+def _live_frames(transformer, vae, reference, control, seed):
+    """The node's path: LiveWorldSession (always digital, file reference) fed one control frame per tick."""
+    clock = FakeClock()
+    model = StreamingWorldModel(CFG, transformer=transformer, vae=vae, seed=seed)
+    session = LiveWorldSession(model, PipelineStats(), SessionSettings(reanchor_every=REANCHOR, follow_mode=False,
+                                                                       max_frame_age=100.0, publish_interval=1e-4),
+                               clock=clock, file_reference=reference)
+    frames = []
+    for j in range(1, CLIP_FRAMES):
+        clock.now = T0 + j / CFG.fps
+        session.offer_skeleton(control[j], clock.now)
+        while session.run_once() == 0.0:
+            pass
+        clock.now += 0.01
+        while (frame := session.pop_due()) is not None:
+            frames.append(frame.image)
+    return np.stack(frames)
+
+
+def test_evaluation_frames_are_the_live_sessions():
+    transformer, vae, reference, control = _clip()
+    live = _live_frames(transformer, vae, reference, control, seed=3)
+    evaluated = stream_clip(transformer, vae, CFG, reference, control, seed=3, reanchor_every=REANCHOR)
+    assert evaluated.shape == live.shape == (CLIP_FRAMES - 1, CFG.height, CFG.width, 3)
+    np.testing.assert_array_equal(evaluated, live)
+    never_reanchored = stream_clip(transformer, vae, CFG, reference, control, seed=3, reanchor_every=None)
+    assert np.abs(never_reanchored[8:].astype(int) - evaluated[8:]).max() > 0, "re-anchoring changes the frames"
+    np.testing.assert_array_equal(never_reanchored[:8], evaluated[:8])
