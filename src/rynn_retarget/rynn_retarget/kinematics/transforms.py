@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from transforms3d.quaternions import quat2mat
 
 
 def invert(transform: np.ndarray) -> np.ndarray:
@@ -47,3 +48,12 @@ def pose(rotation=None, translation=None) -> np.ndarray:
     if translation is not None:
         transform[:3, 3] = translation
     return transform
+
+
+def matrix_from_transform(transform) -> np.ndarray:
+    """4x4 from a geometry_msgs/Transform (rclpy, or one a bag reader deserialized)."""
+    t, q = transform.translation, transform.rotation
+    matrix = np.eye(4)
+    matrix[:3, :3] = quat2mat([q.w, q.x, q.y, q.z])
+    matrix[:3, 3] = (t.x, t.y, t.z)
+    return matrix

@@ -12,10 +12,9 @@ from rynn_teleop_msgs.msg import BimanualSkeleton
 
 from rynn_common.node_runner import run_node
 from rynn_retarget.nodes.operator_input import OperatorInputNode
-from rynn_retarget.operator.frame import OperatorFrame
+from rynn_retarget.operator.frame import HANDS_TOPIC, OperatorFrame
 from rynn_common.ros_conversions import make_bimanual_skeleton
 
-HANDS_TOPIC = "/rynn/operator/hands"
 
 
 class GloveNode(OperatorInputNode):

@@ -33,16 +33,15 @@ from rynn_teleop_msgs.msg import BimanualSkeleton, RobotAction, TeleopStatus
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
-from transforms3d.quaternions import quat2mat
 
 from rynn_common.action_layout import joint_names
 from rynn_retarget.config import load_retarget_config
 from rynn_common.config_paths import find_config
 from rynn_retarget.input_guard import StampBound
 from rynn_retarget.kinematics.calibration import save_calibration
+from rynn_retarget.kinematics.transforms import matrix_from_transform
 from rynn_common.node_runner import run_node
-from rynn_retarget.nodes.glove_node import HANDS_TOPIC
-from rynn_retarget.operator.frame import TRACKER_NAMES, HandSkeleton, OperatorFrame
+from rynn_retarget.operator.frame import HANDS_TOPIC, TRACKER_NAMES, HandSkeleton, OperatorFrame
 from rynn_retarget.pipeline import RetargetPipeline
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.qos import TF_QOS
@@ -63,14 +62,6 @@ GUARD_DROPS = {"out_of_order", "missing_tracker", "hand_lost", "stale"}
 MAX_CATCH_UP_S = 0.02
 # The 200 Hz thread must get the GIL back quickly from the retarget worker (default 5 ms).
 GIL_SWITCH_INTERVAL_S = 0.0005
-
-
-def matrix_from_transform(transform) -> np.ndarray:
-    t, q = transform.translation, transform.rotation
-    matrix = np.eye(4)
-    matrix[:3, :3] = quat2mat([q.w, q.x, q.y, q.z])
-    matrix[:3, 3] = (t.x, t.y, t.z)
-    return matrix
 
 
 class RetargetNode(Node):

@@ -1,10 +1,15 @@
-"""Recorded operator sessions: JSON-lines, one header line then one frame per line.
+"""Recorded operator sessions, replayed as an operator source (``source:=replay replay_path:=...``).
+
+Two forms. A session file, JSON-lines, one header line then one frame per line::
 
     {"format": "rynn_operator_session", "version": 1, "meta": {...}}
     {"stamp": ..., "trackers": {...}, "hands": {...}}      # see operator.codec
     ...
 
-Line-oriented so a crashed recording keeps every frame written before the crash.
+(line-oriented so a crashed recording keeps every frame written before the crash), or an episode
+bag the recorder wrote (a directory with metadata.yaml): the tracker samples on /tf and the glove
+hands on /rynn/operator/hands, replayed with their recorded timing, each tracker sample with the
+newest glove sample received before it (as the retarget node pairs them live).
 """
 
 from __future__ import annotations
@@ -14,8 +19,10 @@ import time
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from rynn_common.skeleton_arrays import bimanual_skeleton_to_arrays
+from rynn_retarget.kinematics.transforms import matrix_from_transform
 from rynn_retarget.operator.codec import frame_from_dict, frame_to_dict
-from rynn_retarget.operator.frame import OperatorFrame
+from rynn_retarget.operator.frame import HANDS_TOPIC, TRACKER_NAMES, HandSkeleton, OperatorFrame
 
 SESSION_FORMAT = "rynn_operator_session"
 SESSION_VERSION = 1
@@ -33,7 +40,9 @@ def write_session(path: str | Path, frames: Iterable[OperatorFrame], meta: dict 
 
 
 def read_session(path: str | Path) -> tuple[dict, list[OperatorFrame]]:
-    """(meta, frames) of a session file; ``ValueError`` names the bad line."""
+    """(meta, frames) of a session file or an episode bag; ``ValueError`` names the bad line."""
+    if (Path(path) / "metadata.yaml").is_file():
+        return read_bag_session(path)
     with open(path, encoding="utf-8") as stream:
         header = json.loads(stream.readline() or "{}")
         if header.get("format") != SESSION_FORMAT:
@@ -49,6 +58,43 @@ def read_session(path: str | Path) -> tuple[dict, list[OperatorFrame]]:
             except ValueError as error:
                 raise ValueError(f"{path}:{number}: {error}") from error
     return header.get("meta", {}), frames
+
+
+TF_TOPIC = "/tf"
+
+
+def read_bag_session(bag: str | Path, hands_topic: str = HANDS_TOPIC, world_frame: str = "operator_world") -> tuple[dict, list[OperatorFrame]]:
+    """(meta, frames) of a recorded episode bag: one frame per tracker sample (all five trackers under
+    ``world_frame``, frames ``operator_<tracker>``), stamped with its receive time in the bag."""
+    from rosbags.highlevel import AnyReader  # the bag's own message definitions: no project types needed
+    from rosbags.typesys import Stores, get_typestore
+
+    names = {f"operator_{name}": name for name in TRACKER_NAMES}
+    frames: list[OperatorFrame] = []
+    hands: dict | None = None
+    with AnyReader([Path(bag)], default_typestore=get_typestore(Stores.ROS2_JAZZY)) as reader:
+        present = {c.topic for c in reader.connections}
+        if TF_TOPIC not in present or hands_topic not in present:
+            raise ValueError(f"{bag}: an operator replay needs {TF_TOPIC} and {hands_topic} (recorded since the "
+                             f"recorder keeps the gloves); found {sorted(present)}")
+        connections = [c for c in reader.connections if c.topic in (TF_TOPIC, hands_topic)]
+        for connection, stamp_ns, raw in reader.messages(connections=connections):
+            msg = reader.deserialize(raw, connection.msgtype)
+            if connection.topic == hands_topic:
+                hands = bimanual_skeleton_to_arrays(msg)
+                continue
+            trackers = {names[t.child_frame_id]: matrix_from_transform(t.transform) for t in msg.transforms
+                        if t.child_frame_id in names and t.header.frame_id == world_frame}
+            if len(trackers) != len(TRACKER_NAMES):
+                continue  # robot TF or a partial sample
+            frame = OperatorFrame(stamp_ns * 1e-9, trackers)
+            if hands is not None:
+                frame.left_hand, frame.right_hand = (
+                    HandSkeleton(hands["joints"][i], hands["confidence"][i], bool(hands["valid"][i])) for i in range(2))
+            frames.append(frame)
+    if not frames:
+        raise ValueError(f"{bag}: no operator tracker samples under {world_frame!r} on {TF_TOPIC}")
+    return {"source_bag": Path(bag).name}, frames
 
 
 class ReplaySource:

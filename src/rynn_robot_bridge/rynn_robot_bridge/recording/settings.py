@@ -18,6 +18,7 @@ DEFAULT_TOPICS = (
     "/rynn/status rynn_teleop_msgs/msg/TeleopStatus",
     "/rynn/mode std_msgs/msg/String",
     "/rynn/operator/skeleton_camera rynn_teleop_msgs/msg/BimanualSkeleton",
+    "/rynn/operator/hands rynn_teleop_msgs/msg/BimanualSkeleton",
 )
 
 DEFAULT_LATCHED_TOPICS = ("/rynn/mode", "/tf_static", "/robot_description")  # transient local, re-written per episode
