@@ -42,6 +42,7 @@ def record_episode(arguments: list[str], log_dir: Path, seconds: float, before_r
     from sensor_msgs.msg import Image
     from std_srvs.srv import Trigger
 
+    log_dir.mkdir(parents=True, exist_ok=True)
     command = launch_command(arguments, log_dir)
     print(f"graph: {' '.join(command[1:])}", flush=True)
     launcher, output = start_graph(command, log_dir)
