@@ -43,10 +43,10 @@ def test_commands_go_out_numbered_and_valid_states_come_in(lcm_url, wait_until):
         robot.publish("TEST_STATE", encode_state(robot_state(7, target)))
         robot.publish("TEST_STATE", b"\x00garbage")
         robot.publish("TEST_STATE", encode_state(robot_state(8, target[:10])))
-        assert wait_until(lambda: sum(link.rejected.values()) == 2 and states, 5.0)
+        assert wait_until(lambda: sum(link.rejected().values()) == 2 and states, 5.0)
         assert [s.sequence for s, _ in states] == [7]
         np.testing.assert_array_equal(states[0][0].position, target)
-        assert link.rejected == {"lcm_state_malformed": 1, "lcm_state_wrong_length": 1}
+        assert link.rejected() == {"lcm_state_malformed": 1, "lcm_state_wrong_length": 1}
         assert link.commands_sent == 2
     finally:
         link.stop()
@@ -127,6 +127,6 @@ def test_a_burst_of_states_is_read_and_counted_not_dropped_by_lcm_or_the_kernel(
     try:
         for _ in range(1000):
             sender.publish("TEST_STATE", short)
-        assert wait_until(lambda: link.rejected["lcm_state_wrong_length"] == 1000, 10.0), link.rejected
+        assert wait_until(lambda: link.rejected().get("lcm_state_wrong_length") == 1000, 10.0), link.rejected()
     finally:
         link.stop()

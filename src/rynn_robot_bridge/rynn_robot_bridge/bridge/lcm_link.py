@@ -61,7 +61,8 @@ class LcmRobotLink:
         self.url = url
         self.command_channel = command_channel
         self.state_channel = state_channel
-        self.rejected: Counter = Counter()
+        self._rejected: Counter = Counter()
+        self._rejected_lock = threading.Lock()  # the receive thread counts while the node's status timer reads
         self.commands_sent = 0
         self._on_state = on_state
         self._lcm = lcm.LCM(url)
@@ -92,6 +93,15 @@ class LcmRobotLink:
         self._lcm.publish(self.command_channel, packet)
         self.commands_sent += 1
 
+    def rejected(self) -> dict[str, int]:
+        """A copy of the reject counts, safe to read from any thread."""
+        with self._rejected_lock:
+            return dict(self._rejected)
+
+    def _reject(self, reason: str) -> None:
+        with self._rejected_lock:
+            self._rejected[reason] += 1
+
     def _receive(self) -> None:
         while self._running.is_set():
             self._lcm.handle_timeout(50)
@@ -101,9 +111,9 @@ class LcmRobotLink:
         try:
             state = decode_state(data)
         except MalformedPacket:
-            self.rejected["lcm_state_malformed"] += 1
+            self._reject("lcm_state_malformed")
             return
         if state.position.shape != (NUM_JOINTS,):
-            self.rejected["lcm_state_wrong_length"] += 1
+            self._reject("lcm_state_wrong_length")
             return
         self._on_state(state, received_at)

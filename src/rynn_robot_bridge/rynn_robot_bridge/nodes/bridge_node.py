@@ -299,7 +299,7 @@ class BridgeNode(Node):
                              if reason.startswith("rejected_") and count}
             self.stats.set_totals(
                 outputs=self._frames_forwarded + self.link.commands_sent,
-                rejected={**self.link.rejected, **state_rejects},
+                rejected={**self.link.rejected(), **state_rejects},
                 dropped={"command_cycle_errors": self.command_loop.errors,
                          "stale_action_watchdog_trips": self.commander.watchdog_trips,
                          "command_deadlines_missed": self.command_loop.missed_deadlines})
