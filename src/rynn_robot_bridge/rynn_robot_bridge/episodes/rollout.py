@@ -1,4 +1,4 @@
-"""One paired episode: synthetic operator -> real retargeting -> simulated robot -> bag.
+"""One paired episode: operator (task or synthetic) -> real retargeting -> simulated robot -> bag.
 
 Runs in-process and as fast as the CPU allows (the simulator is stepped, not
 paced), but on the same clocks as the live system: operator frames and
@@ -15,13 +15,18 @@ from pathlib import Path
 import numpy as np
 
 from rynn_common.description import D435I_COLOR
-from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig
+from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig, neutral_frame
+from rynn_retarget.operator.task_operator import TaskOperator, arm_mappings, rest_hands
+from rynn_retarget.operator.task_plan import plan_task, sample_style
 from rynn_retarget.pipeline import RetargetPipeline
 from rynn_robot_bridge.episodes.bag_writer import EpisodeBagWriter
 from rynn_robot_bridge.sim.scenes import TASKS
 from rynn_robot_bridge.sim.simulator import SimulatedRobot
 
-# The operator script that best matches each task (the synthetic operator is not object-aware).
+OPERATORS = ("task", "synthetic")
+SETTLE_S = 0.6  # after a task plan ends: objects come to rest before the success check
+
+# The synthetic operator's script that best matches each task (it is not object-aware).
 TASK_MOTIONS = {
     "dual_picking": "grasp",
     "block_pushing": "push",
@@ -32,7 +37,8 @@ TASK_MOTIONS = {
 
 @dataclass(frozen=True)
 class EpisodeSettings:
-    duration_s: float = 4.0
+    operator: str = "task"  # "task": plans from the scene (OPERATORS); "synthetic": scripted, not object-aware
+    duration_s: float = 0.0  # 0: the task plan's length + SETTLE_S (4 s for the synthetic operator)
     fps: float = 16.0
     command_rate_hz: float = 200.0
     control_rate_hz: float = 500.0
@@ -50,11 +56,7 @@ def record_episode(task: str, seed: int, settings: EpisodeSettings, bag_path: Pa
     intrinsics = D435I_COLOR.scaled(settings.image_width, settings.image_height)
     robot = SimulatedRobot(task, seed=seed, camera=intrinsics, control_rate_hz=settings.control_rate_hz)
     pipeline = RetargetPipeline()
-    operator = SyntheticOperator(
-        SyntheticOperatorConfig(motion=TASK_MOTIONS[task], seed=seed, period_s=settings.duration_s)
-    )
-    pipeline.calibrate(operator.frame_at(0.0))
-    robot.reset(pipeline.neutral_action())
+    operator, duration_s = make_operator(task, seed, settings, pipeline, robot)
     smoother = pipeline.make_smoother()
     writer = EpisodeBagWriter(bag_path, intrinsics)
     frames = {"stamp_ns": [], "action": [], "joint_position": []}
@@ -63,7 +65,7 @@ def record_episode(task: str, seed: int, settings: EpisodeSettings, bag_path: Pa
         skeleton, skeleton_valid, elbows = np.zeros((2, 21, 3)), np.zeros(2, dtype=bool), np.full((2, 3), np.nan)
         command_period = 1.0 / settings.command_rate_hz
         next_frame_s = 0.0
-        for tick in range(int(round(settings.duration_s * settings.command_rate_hz))):
+        for tick in range(int(round(duration_s * settings.command_rate_hz))):
             t = tick * command_period
             output = pipeline.step(operator.frame_at(t), t)
             if output is not None:
@@ -91,18 +93,39 @@ def record_episode(task: str, seed: int, settings: EpisodeSettings, bag_path: Pa
             "seed": seed,
             "success": bool(success),
             "frames": len(frames["stamp_ns"]),
-            "duration_s": settings.duration_s,
+            "duration_s": duration_s,
             "fps": settings.fps,
             "image_width": settings.image_width,
             "image_height": settings.image_height,
-            "operator_motion": TASK_MOTIONS[task],
+            "operator": settings.operator,
+            "operator_motion": TASK_MOTIONS[task] if settings.operator == "synthetic" else "task_plan",
             "retarget_counters": {k: int(v) for k, v in pipeline.counters.items()},
         }
-        writer.write_episode_summary(summary, _ns(settings.duration_s))
+        writer.write_episode_summary(summary, _ns(duration_s))
         writer.close({"task": task, "success": str(bool(success)).lower(), "seed": str(seed)})
     finally:
         robot.close()
     return summary, {k: np.asarray(v) for k, v in frames.items()}
+
+
+def make_operator(task: str, seed: int, settings: EpisodeSettings, pipeline: RetargetPipeline,
+                  robot: SimulatedRobot) -> tuple[SyntheticOperator | TaskOperator, float]:
+    """The episode's operator and duration; calibrates ``pipeline`` on the operator's neutral pose and
+    rests ``robot`` at the neutral action, as a live session starts."""
+    if settings.operator not in OPERATORS:
+        raise ValueError(f"unknown operator {settings.operator!r}; choose one of {OPERATORS}")
+    if settings.operator == "synthetic":
+        duration = settings.duration_s or 4.0
+        operator = SyntheticOperator(SyntheticOperatorConfig(motion=TASK_MOTIONS[task], seed=seed, period_s=duration))
+        pipeline.calibrate(operator.frame_at(0.0))
+        robot.reset(pipeline.neutral_action())
+        return operator, duration
+    pipeline.calibrate(neutral_frame(seed))
+    robot.reset(pipeline.neutral_action())
+    style = sample_style(np.random.default_rng([seed, 1]))
+    plan = plan_task(robot.task.state(robot.data), rest_hands(pipeline), style)
+    operator = TaskOperator(plan, arm_mappings(pipeline), seed=seed)
+    return operator, settings.duration_s or plan.duration + SETTLE_S
 
 
 def _ns(seconds: float) -> int:

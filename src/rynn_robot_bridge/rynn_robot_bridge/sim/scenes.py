@@ -14,6 +14,7 @@ from typing import Callable
 import mujoco
 import numpy as np
 
+from rynn_retarget.operator.task_plan import SceneObject, SceneState
 from rynn_robot_bridge.sim.robot_model import WORLD_BITS
 
 TASKS = ("dual_picking", "block_pushing", "bimanual_lifting", "lid_placement")
@@ -22,12 +23,14 @@ AT_REST_SPEED = 0.05  # m/s: an object moving slower than this counts as placed
 
 @dataclass
 class ObjectPlacement:
-    """Where a free object starts: sampled xy (m) and yaw (rad), fixed height of its centre."""
+    """Where a free object starts: sampled xy (m) and yaw (rad), fixed height of its centre; its
+    half extents (m, object frame) are what an operator sees of its size."""
 
     name: str
     xy: np.ndarray
     yaw: float
     z: float
+    half_extents: tuple = (0.0, 0.0, 0.0)
 
 
 @dataclass
@@ -47,6 +50,17 @@ class TaskScene:
 
     def object_names(self) -> list[str]:
         return [p.name for p in self.placements]
+
+    def state(self, data: mujoco.MjData) -> SceneState:
+        """The objects where they are now (the task operator plans from this at episode start)."""
+        objects = {}
+        for placement in self.placements:
+            body = data.body(placement.name)
+            axis_x = body.xmat.reshape(3, 3)[:, 0]
+            objects[placement.name] = SceneObject(placement.name, body.xpos.copy(),
+                                                  float(np.arctan2(axis_x[1], axis_x[0])),
+                                                  np.asarray(placement.half_extents, dtype=float))
+        return SceneState(self.name, objects)
 
 
 def yaw_quat(yaw: float) -> np.ndarray:
@@ -143,9 +157,12 @@ def _dual_picking(spec, rng) -> TaskScene:
     scene = TaskScene(
         "dual_picking",
         [
-            ObjectPlacement("plate", plate_xy, plate_yaw, plate_height / 2),
-            ObjectPlacement("apple", plate_xy + apple_offset, float(rng.uniform(-np.pi, np.pi)), plate_height + 0.035),
-            ObjectPlacement("banana", plate_xy + banana_offset, float(rng.uniform(-0.5, 0.5)), plate_height + 0.016),
+            ObjectPlacement("plate", plate_xy, plate_yaw, plate_height / 2,
+                            (plate_radius, plate_radius, plate_height / 2)),
+            ObjectPlacement("apple", plate_xy + apple_offset, float(rng.uniform(-np.pi, np.pi)), plate_height + 0.035,
+                            (0.035, 0.035, 0.035)),
+            ObjectPlacement("banana", plate_xy + banana_offset, float(rng.uniform(-0.5, 0.5)), plate_height + 0.016,
+                            (0.077, 0.024, 0.016)),
         ],
         parameters={"plate_radius": plate_radius, "plate_height": plate_height},
     )
@@ -179,7 +196,7 @@ def _block_pushing(spec, rng) -> TaskScene:
     _geom(block, type=mujoco.mjtGeom.mjGEOM_BOX, size=(half, half, half), rgba=(0.85, 0.45, 0.15, 1), mass=0.4,
           friction=(0.5, 0.005, 0.0001))
     xy, yaw = _sample(rng, (ZONE_X - 0.03, ZONE_X + 0.03), (ZONE_Y["left"] - 0.03, ZONE_Y["left"] + 0.03), (-0.6, 0.6))
-    scene = TaskScene("block_pushing", [ObjectPlacement("block", xy, yaw, half)], parameters={"half": half})
+    scene = TaskScene("block_pushing", [ObjectPlacement("block", xy, yaw, half, (half, half, half))], parameters={"half": half})
     scene.check = _block_pushing_success
     return scene
 
@@ -210,7 +227,8 @@ def _bimanual_lifting(spec, rng) -> TaskScene:
     tray_xy, tray_yaw = _sample(rng, (0.52, 0.56), (-0.06, 0.06), (-0.15, 0.15))
     scene = TaskScene(
         "bimanual_lifting",
-        [ObjectPlacement("plush", plush_xy, plush_yaw, 0.055), ObjectPlacement("tray", tray_xy, tray_yaw, 0.0)],
+        [ObjectPlacement("plush", plush_xy, plush_yaw, 0.055, (0.08, 0.065, 0.055)),
+         ObjectPlacement("tray", tray_xy, tray_yaw, 0.0, (*tray_half, tray_height / 2))],
         parameters={"tray_half": tray_half, "tray_height": tray_height},
     )
     scene.check = _bimanual_lifting_success
@@ -238,7 +256,9 @@ def _lid_placement(spec, rng) -> TaskScene:
     lid_xy, lid_yaw = _sample(rng, (0.34, 0.42), (0.10, 0.18), (-0.5, 0.5))
     scene = TaskScene(
         "lid_placement",
-        [ObjectPlacement("box", box_xy, box_yaw, 0.0), ObjectPlacement("lid", lid_xy, lid_yaw, lid_thickness / 2)],
+        [ObjectPlacement("box", box_xy, box_yaw, 0.0, (*box_half, box_height / 2)),
+         ObjectPlacement("lid", lid_xy, lid_yaw, lid_thickness / 2,
+                         (box_half[0] + 0.01, box_half[1] + 0.01, lid_thickness / 2))],
         parameters={"box_height": box_height, "lid_thickness": lid_thickness},
     )
     scene.check = _lid_placement_success

@@ -1,0 +1,374 @@
+"""Task plans: where an operator puts each robot hand, and when, to do one of the four scenes' tasks.
+
+A human teleoperator aims at what the camera shows: the robot hand relative to the objects. A plan
+is therefore a list of keyframes of robot palm poses (base_link) and hand closures, made from the
+scene state at episode start (object poses, no feedback afterwards), with the operator's habits
+sampled per episode (``OperatorStyle``: speed, hand used, approach direction, hesitation, a first
+aim that is off and corrected). ``rynn_retarget.operator.task_operator`` turns a plan into tracker
+and glove frames through the inverse of the calibrated retarget chain.
+
+ROS-free and simulator-free: the scene arrives as plain ``SceneState`` data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rynn_retarget.operator.synthetic import smoothstep
+
+SIDES = ("left", "right")
+GRIPS = ("power", "pinch")
+
+
+@dataclass(frozen=True)
+class SceneObject:
+    """A free object at episode start: centre (base_link, m), yaw (rad) and half extents (m)."""
+
+    name: str
+    position: np.ndarray
+    yaw: float = 0.0
+    half_extents: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+
+@dataclass(frozen=True)
+class SceneState:
+    task: str
+    objects: dict  # name -> SceneObject
+
+    def object(self, name: str) -> SceneObject:
+        if name not in self.objects:
+            raise ValueError(f"scene {self.task!r} has no object {name!r} (has {sorted(self.objects)})")
+        return self.objects[name]
+
+
+@dataclass(frozen=True)
+class HandKey:
+    """One hand at a keyframe: palm pose in base_link and closure (0 open, 1 closed)."""
+
+    position: np.ndarray
+    rotation: np.ndarray
+    grip: float = 0.0
+    grip_kind: str = "power"
+
+
+@dataclass(frozen=True)
+class Keyframe:
+    t: float  # s since the episode start: the hand arrives here at ``t``
+    phase: str  # what the operator does on the way to this keyframe
+    hand: HandKey
+
+
+@dataclass(frozen=True)
+class OperatorStyle:
+    """One episode's operator habits, sampled by ``sample_style``."""
+
+    speed: float = 1.0  # > 1 moves faster (durations divided by it)
+    hand: str = "left"  # the hand for the task's one-handed parts
+    order: str = "together"  # two-object tasks: "together", "left_first", "right_first"
+    approach_yaw: float = 0.0  # rad, turn of the approach direction around the vertical
+    hesitation_s: float = 0.0  # pause before closing the hand
+    aim_error: np.ndarray = field(default_factory=lambda: np.zeros(3))  # first aim off by this, then corrected
+    start_delay_s: float = 0.3  # reaction time before the first movement
+
+
+def sample_style(rng: np.random.Generator) -> OperatorStyle:
+    """A plausible operator: speed x0.8-1.25, 0-0.6 s hesitation, up to 2.5 cm first-aim error."""
+    error = rng.normal(0.0, 0.012, size=3)
+    error[2] = abs(error[2])  # a first aim errs high rather than into the object
+    return OperatorStyle(
+        speed=float(rng.uniform(0.8, 1.25)),
+        hand=str(rng.choice(SIDES)),
+        order=str(rng.choice(("together", "left_first", "right_first"))),
+        approach_yaw=float(rng.uniform(-0.3, 0.3)),
+        hesitation_s=float(rng.choice([0.0, rng.uniform(0.15, 0.6)])),
+        aim_error=np.clip(error, -0.025, 0.025),
+        start_delay_s=float(rng.uniform(0.15, 0.5)),
+    )
+
+
+class TaskPlan:
+    """One keyframe track per hand joined by minimum-jerk moves; ``hand_at(side, t)`` is the intent at ``t``."""
+
+    def __init__(self, tracks: dict):
+        for side in SIDES:
+            keys = tracks.get(side)
+            if not keys or any(b.t <= a.t for a, b in zip(keys, keys[1:])):
+                raise ValueError(f"the {side} hand needs keyframes at strictly increasing times")
+        self.tracks = tracks
+
+    @property
+    def duration(self) -> float:
+        return max(keys[-1].t for keys in self.tracks.values())
+
+    def _segment(self, side: str, t: float) -> tuple[Keyframe, Keyframe, float]:
+        keys = self.tracks[side]
+        for before, after in zip(keys, keys[1:]):
+            if t < after.t:
+                return before, after, smoothstep((t - before.t) / (after.t - before.t))
+        return keys[-1], keys[-1], 0.0
+
+    def phase_at(self, side: str, t: float) -> str:
+        """The phase of the move under way (``done`` after the hand's last keyframe)."""
+        before, after, _ = self._segment(side, t)
+        return "done" if before is after else after.phase
+
+    def hand_at(self, side: str, t: float) -> HandKey:
+        before, after, s = self._segment(side, max(t, 0.0))
+        a, b = before.hand, after.hand
+        if s == 0.0:
+            return a
+        rotation = a.rotation @ axis_angle_matrix(s * _rotation_vector(a.rotation.T @ b.rotation))
+        kind = b.grip_kind if b.grip >= a.grip else a.grip_kind
+        return HandKey((1 - s) * a.position + s * b.position, rotation, (1 - s) * a.grip + s * b.grip, kind)
+
+    def phase_times(self, side: str, phase: str) -> list[tuple[float, float]]:
+        """(start, end) of every move of ``phase`` in the hand's track."""
+        keys = self.tracks[side]
+        return [(a.t, b.t) for a, b in zip(keys, keys[1:]) if b.phase == phase]
+
+
+class _Tracks:
+    """Builds the two hand tracks. ``move`` gives the named hands their next key after a duration
+    (hands move on their own clocks); ``together`` first brings both hands' clocks level."""
+
+    def __init__(self, rest: dict, style: OperatorStyle):
+        self.style = style
+        self.keys = {side: [Keyframe(0.0, "start", rest[side])] for side in SIDES}
+
+    def now(self, side: str) -> float:
+        return self.keys[side][-1].t
+
+    def move(self, duration: float, phase: str, **hands: HandKey) -> None:
+        for side, key in hands.items():
+            self.keys[side].append(Keyframe(self.now(side) + duration / self.style.speed, phase, key))
+
+    def hold(self, duration: float, phase: str, *sides: str) -> None:
+        """Keep the hands still (a pause does not speed up with the operator)."""
+        if duration > 0:
+            for side in sides or SIDES:
+                self.keys[side].append(Keyframe(self.now(side) + duration, phase, self.keys[side][-1].hand))
+
+    def together(self) -> None:
+        latest = max(self.now(side) for side in SIDES)
+        for side in SIDES:
+            if self.now(side) < latest:
+                self.keys[side].append(Keyframe(latest, "wait", self.keys[side][-1].hand))
+
+    def plan(self) -> TaskPlan:
+        return TaskPlan(self.keys)
+
+
+# --- hand orientations (palm frame: x out of the palm, z along the fingers) -------------------
+
+
+def palm_rotation(palm_normal, fingers) -> np.ndarray:
+    """Palm frame whose x axis is ``palm_normal`` and z axis ``fingers`` (made orthogonal to it)."""
+    x = np.asarray(palm_normal, float) / np.linalg.norm(palm_normal)
+    z = np.asarray(fingers, float) - x * (x @ fingers)
+    z /= np.linalg.norm(z)
+    return np.column_stack([x, np.cross(z, x), z])
+
+
+def palm_down(heading: float, pitch: float = 0.0) -> np.ndarray:
+    """Palm facing the table, fingers pointing along ``heading`` (rad about z), tipped down by ``pitch``."""
+    forward = np.array([np.cos(heading), np.sin(heading), 0.0])
+    fingers = np.cos(pitch) * forward + np.array([0.0, 0.0, -np.sin(pitch)])
+    normal = -np.sin(pitch) * forward + np.array([0.0, 0.0, -np.cos(pitch)])
+    return palm_rotation(normal, fingers)
+
+
+def palm_sideways(facing_y: float, heading: float, pitch: float) -> np.ndarray:
+    """Palm facing +y (``facing_y`` = 1) or -y (-1), fingers along ``heading`` tipped down by ``pitch``."""
+    forward = np.array([np.cos(pitch) * np.cos(heading), np.cos(pitch) * np.sin(heading), -np.sin(pitch)])
+    return palm_rotation(np.array([0.0, facing_y, 0.0]), forward)
+
+
+def _yaw(angle: float) -> np.ndarray:
+    return axis_angle_matrix(np.array([0.0, 0.0, angle]))
+
+
+def axis_angle_matrix(vector: np.ndarray) -> np.ndarray:
+    """Rodrigues: the rotation by |vector| rad about ``vector``."""
+    angle = float(np.linalg.norm(vector))
+    if angle < 1e-12:
+        return np.eye(3)
+    x, y, z = vector / angle
+    k = np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+    return np.eye(3) + np.sin(angle) * k + (1.0 - np.cos(angle)) * (k @ k)
+
+
+def _rotation_vector(rotation: np.ndarray) -> np.ndarray:
+    """Inverse of ``axis_angle_matrix`` (angle in [0, pi])."""
+    angle = np.arccos(np.clip((np.trace(rotation) - 1.0) / 2.0, -1.0, 1.0))
+    if angle < 1e-9:
+        return np.zeros(3)
+    axis = np.array([rotation[2, 1] - rotation[1, 2], rotation[0, 2] - rotation[2, 0], rotation[1, 0] - rotation[0, 1]])
+    if angle > np.pi - 1e-6:  # the skew part vanishes: take the axis from the symmetric part
+        axis = np.sqrt(np.maximum((np.diag(rotation) + 1.0) / 2.0, 0.0))
+        axis[1] = np.copysign(axis[1], rotation[0, 1] + rotation[1, 0])
+        axis[2] = np.copysign(axis[2], rotation[0, 2] + rotation[2, 0])
+        return angle * axis / np.linalg.norm(axis)
+    return angle * axis / np.linalg.norm(axis)
+
+
+def grasp_centre(rotation: np.ndarray, target: np.ndarray, offset: np.ndarray) -> np.ndarray:
+    """Palm origin that puts the point ``offset`` (palm frame) of the closed hand on ``target``."""
+    return np.asarray(target, float) - rotation @ offset
+
+
+# Where a grasped object sits in the palm frame of the WUJI hand (measured from the retargeted
+# hand's closed keypoints: fingertips curl to x ~ 0.07 m at z ~ 0.11 m for a half-closed grasp).
+POWER_GRASP_POINT = np.array([0.045, 0.005, 0.095])
+APPLE_PITCH = 0.9
+PUSH_CONTACT = 0.11
+PUSH_PITCH = 1.0
+HANDOVER_Y = 0.0
+LIFT_PITCH = 1.1
+LIFT_CONTACT = 0.09
+BANANA_PITCH = 0.3
+PINCH_GRASP_POINT = np.array([0.06, 0.03, 0.115])
+
+
+# --- the four tasks -------------------------------------------------------------------------
+
+
+def plan_task(scene: SceneState, rest: dict, style: OperatorStyle) -> TaskPlan:
+    """The plan for ``scene.task`` starting and ending at ``rest`` (side -> HandKey, the neutral hands)."""
+    planners = {
+        "dual_picking": _plan_dual_picking,
+        "block_pushing": _plan_block_pushing,
+        "bimanual_lifting": _plan_bimanual_lifting,
+        "lid_placement": _plan_lid_placement,
+    }
+    if scene.task not in planners:
+        raise ValueError(f"no task plan for scene {scene.task!r}; choose one of {sorted(planners)}")
+    tracks = _Tracks(rest, style)
+    tracks.hold(style.start_delay_s, "react")
+    planners[scene.task](tracks, scene, rest, style)
+    tracks.together()
+    return tracks.plan()
+
+
+def _pick_and_place(tracks: _Tracks, side: str, target: np.ndarray, rotation: np.ndarray, grasp_point,
+                    place: np.ndarray, place_rotation: np.ndarray, style: OperatorStyle, grip: float,
+                    kind: str = "power", lift: float = 0.10, clearance: float = 0.08, preshape: float = 0.25) -> None:
+    """Approach above with the hand pre-shaped, correct the first aim, descend, (hesitate), close, lift,
+    carry, lower, release, retreat."""
+    up = np.array([0.0, 0.0, 1.0])
+    grasp = grasp_centre(rotation, target, grasp_point)
+    tracks.move(1.0, "approach", **{side: HandKey(grasp + clearance * up + style.aim_error, rotation, preshape, kind)})
+    tracks.move(0.35, "correct", **{side: HandKey(grasp + clearance * up, rotation, preshape, kind)})
+    tracks.move(0.6, "descend", **{side: HandKey(grasp, rotation, preshape, kind)})
+    tracks.hold(style.hesitation_s, "hesitate", side)
+    tracks.move(0.5, "grasp", **{side: HandKey(grasp, rotation, grip, kind)})
+    tracks.hold(0.15, "grasp", side)
+    tracks.move(0.6, "lift", **{side: HandKey(grasp + lift * up, rotation, grip, kind)})
+    drop = grasp_centre(place_rotation, place, grasp_point)
+    tracks.move(1.0, "carry", **{side: HandKey(drop + lift * up, place_rotation, grip, kind)})
+    tracks.move(0.6, "place", **{side: HandKey(drop, place_rotation, grip, kind)})
+    tracks.move(0.4, "release", **{side: HandKey(drop, place_rotation, 0.0, kind)})
+    tracks.move(0.6, "retreat", **{side: HandKey(drop + clearance * up, place_rotation, 0.0, kind)})
+
+
+def _plan_dual_picking(tracks: _Tracks, scene: SceneState, rest: dict, style: OperatorStyle) -> None:
+    """Left hand takes the apple off the plate to the left, right hand the banana to the right."""
+    plate = scene.object("plate").position
+    apple, banana = scene.object("apple"), scene.object("banana")
+    apple_rotation = palm_down(style.approach_yaw, pitch=APPLE_PITCH)
+    # Fingers across the banana, pointing inwards (the right hand's comfortable side), within reach.
+    across = np.clip((banana.yaw + np.pi / 2) % np.pi, 1.0, 1.8)
+    banana_rotation = palm_down(across + 0.3 * style.approach_yaw, pitch=BANANA_PITCH)
+    picks = {
+        "left": (apple.position, apple_rotation, np.array([plate[0] + 0.02, plate[1] + 0.21, apple.half_extents[2]])),
+        "right": (banana.position, banana_rotation,
+                  np.array([plate[0] + 0.02, plate[1] - 0.21, banana.half_extents[2]])),
+    }
+    order = {"together": SIDES, "left_first": ("left", "right"), "right_first": ("right", "left")}[style.order]
+    for side in order:
+        target, rotation, place = picks[side]
+        _pick_and_place(tracks, side, target, rotation, POWER_GRASP_POINT, place, rotation, style, grip=0.75)
+        tracks.move(0.8, "return", **{side: rest[side]})
+        if style.order != "together":
+            tracks.together()  # the other hand starts once this one is back
+
+
+def _plan_block_pushing(tracks: _Tracks, scene: SceneState, rest: dict, style: OperatorStyle) -> None:
+    """The left hand, palm facing right, pushes the block to the middle (as far as it reaches); the right
+    hand takes over from the block's left side and sweeps it on, with the back of the hand, into the
+    right zone."""
+    block = scene.object("block")
+    half, up = block.half_extents, np.array([0.0, 0.0, 1.0])
+    contact = np.array([0.0, 0.0, PUSH_CONTACT])  # on the fingers, palm frame
+    back_contact = np.array([-0.012, 0.0, PUSH_CONTACT])  # on the back of the fingers
+    gap = half[1] + 0.03
+    handover_y = HANDOVER_Y
+    left = palm_sideways(-1.0, heading=0.15 * style.approach_yaw, pitch=PUSH_PITCH)
+    right = palm_sideways(1.0, heading=-0.15 * style.approach_yaw, pitch=PUSH_PITCH)
+
+    def at(rotation, point, y, offset):
+        return grasp_centre(rotation, np.array([block.position[0], y, block.position[2]]), point) + offset
+
+    start = at(left, contact, block.position[1] + gap, np.zeros(3))
+    tracks.move(1.0, "approach", left=HandKey(start + 0.08 * up + style.aim_error, left))
+    tracks.move(0.35, "correct", left=HandKey(start + 0.08 * up, left))
+    tracks.move(0.6, "descend", left=HandKey(start, left))
+    tracks.hold(style.hesitation_s, "hesitate", "left")
+    pushed = at(left, contact, handover_y + half[1] + 0.012, np.zeros(3))
+    tracks.move(1.2, "push", left=HandKey(pushed, left))
+    tracks.move(0.4, "release", left=HandKey(pushed + np.array([0.0, 0.03, 0.0]), left))
+    tracks.move(0.5, "retreat", left=HandKey(pushed + np.array([0.0, 0.03, 0.10]), left))
+    tracks.together()
+    tracks.move(0.8, "return", left=rest["left"])
+    take_over = at(right, back_contact, handover_y + gap, np.zeros(3))
+    tracks.move(1.0, "approach", right=HandKey(take_over + 0.08 * up, right))
+    tracks.move(0.5, "descend", right=HandKey(take_over, right))
+    goal = at(right, back_contact, -0.20 + half[1] + 0.012, np.zeros(3))
+    tracks.move(1.2, "push", right=HandKey(goal, right))
+    tracks.move(0.4, "release", right=HandKey(goal + np.array([0.0, 0.03, 0.0]), right))
+    tracks.move(0.5, "retreat", right=HandKey(goal + np.array([0.0, 0.03, 0.10]), right))
+    tracks.move(0.8, "return", right=rest["right"])
+
+
+def _plan_bimanual_lifting(tracks: _Tracks, scene: SceneState, rest: dict, style: OperatorStyle) -> None:
+    """Both palms squeeze the plush from its sides, lift it over the tray wall and set it into the tray."""
+    plush, tray = scene.object("plush"), scene.object("tray")
+    half = plush.half_extents
+    contact = np.array([0.0, 0.0, LIFT_CONTACT])
+    width = abs(np.sin(plush.yaw)) * half[0] + abs(np.cos(plush.yaw)) * half[1]  # half width along y
+    rotations = {side: palm_sideways(-sign, heading=0.1 * style.approach_yaw, pitch=LIFT_PITCH)
+                 for side, sign in (("left", 1.0), ("right", -1.0))}
+
+    def both(offset_y: float, centre: np.ndarray, grip: float) -> dict:
+        return {side: HandKey(grasp_centre(rotations[side], centre + np.array([0.0, sign * offset_y, 0.0]), contact),
+                              rotations[side], grip) for side, sign in (("left", 1.0), ("right", -1.0))}
+
+    up = np.array([0.0, 0.0, 1.0])
+    centre = plush.position + 0.3 * half[2] * up  # hold it above its middle
+    open_width, held = width + 0.05, width - 0.015
+    into = np.array([tray.position[0], tray.position[1], centre[2] + 0.03])
+    tracks.move(1.2, "approach", **both(open_width, centre + 0.08 * up + style.aim_error, 0.0))
+    tracks.move(0.7, "descend", **both(open_width, centre, 0.0))
+    tracks.hold(style.hesitation_s, "hesitate")
+    tracks.move(0.6, "grasp", **both(held, centre, 0.3))
+    tracks.move(0.8, "lift", **both(held, centre + 0.13 * up, 0.3))
+    tracks.move(1.2, "carry", **both(held, into + 0.13 * up, 0.3))
+    tracks.move(0.7, "place", **both(held, into, 0.3))
+    tracks.move(0.5, "release", **both(open_width, into, 0.0))
+    tracks.move(0.6, "retreat", **both(open_width, into + 0.15 * up, 0.0))
+    tracks.move(0.8, "return", **rest)
+
+
+def _plan_lid_placement(tracks: _Tracks, scene: SceneState, rest: dict, style: OperatorStyle) -> None:
+    """One hand pinches the lid's handle, carries the lid over the box, turns it to the box's yaw and sets it on."""
+    lid, box = scene.object("lid"), scene.object("box")
+    side = style.hand
+    rotation = palm_down(style.approach_yaw, pitch=0.3)
+    handle = lid.position + np.array([0.0, 0.0, lid.half_extents[2]])
+    turn = (box.yaw - lid.yaw + np.pi / 2) % np.pi - np.pi / 2  # the smaller turn that aligns lid and box
+    place_rotation = _yaw(turn) @ rotation
+    on_box = box.position + np.array([0.0, 0.0, handle[2] - lid.position[2] + 2 * box.half_extents[2] + 0.004])
+    _pick_and_place(tracks, side, handle, rotation, PINCH_GRASP_POINT, on_box, place_rotation, style,
+                    grip=0.9, kind="pinch", lift=0.15)
+    tracks.move(0.8, "return", **{side: rest[side]})
