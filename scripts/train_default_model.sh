@@ -9,7 +9,7 @@ PY=${PY:-.venv/bin/python}
 RECIPE=(config/train_vae_images_cpu.yaml config/train_vae_cpu.yaml config/train_stage2_cpu.yaml
         config/distill_cpu.yaml config/eval_cpu.yaml)
 
-DATA_COMMAND="python -m rynn_robot_bridge.episodes.generate --episodes 13 --seed 6 --out data/sim_episodes_208x128 --width 208 --height 128 --duration 4"
+DATA_COMMAND="python -m rynn_robot_bridge.episodes.generate --operator synthetic --no-scene-variation --episodes 13 --seed 6 --out data/sim_episodes_208x128 --width 208 --height 128 --duration 4"
 "$PY" ${DATA_COMMAND#python }
 "$PY" -m rynn_world.training.train_vae --config config/train_vae_images_cpu.yaml
 "$PY" -m rynn_world.training.train_vae --config config/train_vae_cpu.yaml

@@ -24,7 +24,9 @@ def report(tmp_path_factory):
     packaged = packaged_checkpoint(config.name)
     assert packaged is not None, "rynn_world ships embedded_cpu weights"
     out = tmp_path_factory.mktemp("default_model")
-    settings = EpisodeSettings(duration_s=1.1, fps=config.fps, image_width=config.width, image_height=config.height)
+    # the kind of episodes the shipped model was trained on (scripts/train_default_model.sh)
+    settings = EpisodeSettings(operator="synthetic", scene_variation=False, duration_s=1.1, fps=config.fps,
+                               image_width=config.width, image_height=config.height)
     generate(out / "episodes", list(TASKS), 1, UNSEEN_SEED, settings, progress=False)
     return evaluate(EvalConfig(
         model=config.name, student_checkpoint=str(packaged), output_dir=str(out / "eval"), num_threads=2,

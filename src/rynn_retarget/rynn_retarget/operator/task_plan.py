@@ -24,12 +24,18 @@ GRIPS = ("power", "pinch")
 
 @dataclass(frozen=True)
 class SceneObject:
-    """A free object at episode start: centre (base_link, m), yaw (rad) and half extents (m)."""
+    """A free object at episode start: origin (base_link, m), yaw (rad), half extents (m) and, if it has
+    a handle, the point to hold it by (object frame)."""
 
     name: str
     position: np.ndarray
     yaw: float = 0.0
     half_extents: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    grip_point: np.ndarray | None = None
+
+    def point(self, local) -> np.ndarray:
+        """A point given in the object frame, in base_link."""
+        return self.position + axis_angle_matrix(np.array([0.0, 0.0, self.yaw])) @ np.asarray(local, dtype=float)
 
 
 @dataclass(frozen=True)
@@ -220,15 +226,20 @@ def grasp_centre(rotation: np.ndarray, target: np.ndarray, offset: np.ndarray) -
 
 # Where a grasped object sits in the palm frame of the WUJI hand (measured from the retargeted
 # hand's closed keypoints: fingertips curl to x ~ 0.07 m at z ~ 0.11 m for a half-closed grasp).
-POWER_GRASP_POINT = np.array([0.045, 0.005, 0.095])
-APPLE_PITCH = 0.9
+POWER_GRASP_POINT = np.array([0.05, 0.005, 0.09])
+APPLE_PITCH = 0.5
+APPLE_HEADING = -0.6
+FRUIT_GRIP = {"left": 0.55, "right": 0.75}  # a sphere squeezed hard squirts out
 PUSH_CONTACT = 0.11
-PUSH_PITCH = 1.0
-HANDOVER_Y = 0.0
+PUSH_PITCH = 0.9
+HANDOVER_Y = -0.07
 LIFT_PITCH = 1.1
 LIFT_CONTACT = 0.09
-BANANA_PITCH = 0.3
-PINCH_GRASP_POINT = np.array([0.06, 0.03, 0.115])
+LIFT_SQUEEZE = 0.035
+BANANA_PITCH = 0.5
+PINCH_GRASP_POINT = np.array([0.075, 0.035, 0.10])
+# (pick, place) headings of each hand for the lid (left of the robot) and the box (right of it)
+LID_HEADINGS = {"left": (0.0, -0.9), "right": (0.9, 0.0)}
 
 
 # --- the four tasks -------------------------------------------------------------------------
@@ -257,6 +268,7 @@ def _pick_and_place(tracks: _Tracks, side: str, target: np.ndarray, rotation: np
     """Approach above with the hand pre-shaped, correct the first aim, descend, (hesitate), close, lift,
     carry, lower, release, retreat."""
     up = np.array([0.0, 0.0, 1.0])
+    grasp_point = np.asarray(grasp_point) * (1.0, -1.0 if side == "left" else 1.0, 1.0)  # thumb on the hand's side
     grasp = grasp_centre(rotation, target, grasp_point)
     tracks.move(1.0, "approach", **{side: HandKey(grasp + clearance * up + style.aim_error, rotation, preshape, kind)})
     tracks.move(0.35, "correct", **{side: HandKey(grasp + clearance * up, rotation, preshape, kind)})
@@ -276,9 +288,9 @@ def _plan_dual_picking(tracks: _Tracks, scene: SceneState, rest: dict, style: Op
     """Left hand takes the apple off the plate to the left, right hand the banana to the right."""
     plate = scene.object("plate").position
     apple, banana = scene.object("apple"), scene.object("banana")
-    apple_rotation = palm_down(style.approach_yaw, pitch=APPLE_PITCH)
+    apple_rotation = palm_down(APPLE_HEADING + style.approach_yaw, pitch=APPLE_PITCH)
     # Fingers across the banana, pointing inwards (the right hand's comfortable side), within reach.
-    across = np.clip((banana.yaw + np.pi / 2) % np.pi, 1.0, 1.8)
+    across = np.clip((banana.yaw + np.pi / 2) % np.pi, 0.8, 1.3)
     banana_rotation = palm_down(across + 0.3 * style.approach_yaw, pitch=BANANA_PITCH)
     picks = {
         "left": (apple.position, apple_rotation, np.array([plate[0] + 0.02, plate[1] + 0.21, apple.half_extents[2]])),
@@ -288,7 +300,8 @@ def _plan_dual_picking(tracks: _Tracks, scene: SceneState, rest: dict, style: Op
     order = {"together": SIDES, "left_first": ("left", "right"), "right_first": ("right", "left")}[style.order]
     for side in order:
         target, rotation, place = picks[side]
-        _pick_and_place(tracks, side, target, rotation, POWER_GRASP_POINT, place, rotation, style, grip=0.75)
+        _pick_and_place(tracks, side, target, rotation, POWER_GRASP_POINT, place, rotation, style,
+                        grip=FRUIT_GRIP[side], preshape=0.35)
         tracks.move(0.8, "return", **{side: rest[side]})
         if style.order != "together":
             tracks.together()  # the other hand starts once this one is back
@@ -303,31 +316,32 @@ def _plan_block_pushing(tracks: _Tracks, scene: SceneState, rest: dict, style: O
     contact = np.array([0.0, 0.0, PUSH_CONTACT])  # on the fingers, palm frame
     back_contact = np.array([-0.012, 0.0, PUSH_CONTACT])  # on the back of the fingers
     gap = half[1] + 0.03
-    handover_y = HANDOVER_Y
     left = palm_sideways(-1.0, heading=0.15 * style.approach_yaw, pitch=PUSH_PITCH)
     right = palm_sideways(1.0, heading=-0.15 * style.approach_yaw, pitch=PUSH_PITCH)
 
-    def at(rotation, point, y, offset):
-        return grasp_centre(rotation, np.array([block.position[0], y, block.position[2]]), point) + offset
+    def at(rotation, point, y):  # palm that puts ``point`` of the hand at the block's height and x, at ``y``
+        return grasp_centre(rotation, np.array([block.position[0], y, block.position[2]]), point)
 
-    start = at(left, contact, block.position[1] + gap, np.zeros(3))
+    start = at(left, contact, block.position[1] + gap)
     tracks.move(1.0, "approach", left=HandKey(start + 0.08 * up + style.aim_error, left))
     tracks.move(0.35, "correct", left=HandKey(start + 0.08 * up, left))
     tracks.move(0.6, "descend", left=HandKey(start, left))
     tracks.hold(style.hesitation_s, "hesitate", "left")
-    pushed = at(left, contact, handover_y + half[1] + 0.012, np.zeros(3))
+    pushed = at(left, contact, HANDOVER_Y + half[1] + 0.012)
     tracks.move(1.2, "push", left=HandKey(pushed, left))
-    tracks.move(0.4, "release", left=HandKey(pushed + np.array([0.0, 0.03, 0.0]), left))
-    tracks.move(0.5, "retreat", left=HandKey(pushed + np.array([0.0, 0.03, 0.10]), left))
+    away = pushed + np.array([0.0, 0.04, 0.0])
+    tracks.move(0.4, "release", left=HandKey(away, left))
+    tracks.move(0.5, "retreat", left=HandKey(away + 0.13 * up, left))
     tracks.together()
     tracks.move(0.8, "return", left=rest["left"])
-    take_over = at(right, back_contact, handover_y + gap, np.zeros(3))
+    take_over = at(right, back_contact, HANDOVER_Y + gap + 0.03)  # wide: the block may stop short
     tracks.move(1.0, "approach", right=HandKey(take_over + 0.08 * up, right))
     tracks.move(0.5, "descend", right=HandKey(take_over, right))
-    goal = at(right, back_contact, -0.20 + half[1] + 0.012, np.zeros(3))
-    tracks.move(1.2, "push", right=HandKey(goal, right))
-    tracks.move(0.4, "release", right=HandKey(goal + np.array([0.0, 0.03, 0.0]), right))
-    tracks.move(0.5, "retreat", right=HandKey(goal + np.array([0.0, 0.03, 0.10]), right))
+    goal = at(right, back_contact, -0.20 + half[1])
+    away = goal + np.array([0.0, 0.04, 0.0])
+    tracks.move(1.4, "push", right=HandKey(goal, right))
+    tracks.move(0.4, "release", right=HandKey(away, right))
+    tracks.move(0.5, "retreat", right=HandKey(away + 0.13 * up, right))
     tracks.move(0.8, "return", right=rest["right"])
 
 
@@ -346,7 +360,7 @@ def _plan_bimanual_lifting(tracks: _Tracks, scene: SceneState, rest: dict, style
 
     up = np.array([0.0, 0.0, 1.0])
     centre = plush.position + 0.3 * half[2] * up  # hold it above its middle
-    open_width, held = width + 0.05, width - 0.015
+    open_width, held = width + 0.05, width - LIFT_SQUEEZE
     into = np.array([tray.position[0], tray.position[1], centre[2] + 0.03])
     tracks.move(1.2, "approach", **both(open_width, centre + 0.08 * up + style.aim_error, 0.0))
     tracks.move(0.7, "descend", **both(open_width, centre, 0.0))
@@ -361,14 +375,21 @@ def _plan_bimanual_lifting(tracks: _Tracks, scene: SceneState, rest: dict, style
 
 
 def _plan_lid_placement(tracks: _Tracks, scene: SceneState, rest: dict, style: OperatorStyle) -> None:
-    """One hand pinches the lid's handle, carries the lid over the box, turns it to the box's yaw and sets it on."""
+    """One hand pinches the lid's knob, carries the lid over the box, turns it to the box's yaw and sets it on.
+
+    Each hand has headings it reaches the lid (left of the robot) and the box (right) with; the turn the
+    lid needs (either way round: it is symmetric) is shared out between the pick and the place headings."""
     lid, box = scene.object("lid"), scene.object("box")
+    if lid.grip_point is None:
+        raise ValueError("the lid has no knob to hold it by (grip_point)")
     side = style.hand
-    rotation = palm_down(style.approach_yaw, pitch=0.3)
-    handle = lid.position + np.array([0.0, 0.0, lid.half_extents[2]])
-    turn = (box.yaw - lid.yaw + np.pi / 2) % np.pi - np.pi / 2  # the smaller turn that aligns lid and box
-    place_rotation = _yaw(turn) @ rotation
-    on_box = box.position + np.array([0.0, 0.0, handle[2] - lid.position[2] + 2 * box.half_extents[2] + 0.004])
-    _pick_and_place(tracks, side, handle, rotation, PINCH_GRASP_POINT, on_box, place_rotation, style,
+    pick_heading, place_heading = LID_HEADINGS[side]
+    misfit = (box.yaw - lid.yaw - (place_heading - pick_heading) + np.pi / 2) % np.pi - np.pi / 2
+    pick_heading += 0.3 * style.approach_yaw - misfit / 2
+    place_heading += 0.3 * style.approach_yaw + misfit / 2
+    rotation, place_rotation = palm_down(pick_heading, pitch=0.3), palm_down(place_heading, pitch=0.3)
+    knob = lid.point(lid.grip_point)
+    on_box = box.position + np.array([0.0, 0.0, 2 * box.half_extents[2] + lid.half_extents[2] + lid.grip_point[2] + 0.005])
+    _pick_and_place(tracks, side, knob, rotation, PINCH_GRASP_POINT, on_box, place_rotation, style,
                     grip=0.9, kind="pinch", lift=0.15)
     tracks.move(0.8, "return", **{side: rest[side]})

@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 import rynn_robot_bridge.sim  # noqa: F401  (headless GL before mujoco loads)
 from rynn_common.directories import directory_in_progress
-from rynn_robot_bridge.episodes.rollout import EpisodeSettings, episode_seed, record_episode
+from rynn_robot_bridge.episodes.rollout import OPERATORS, EpisodeSettings, episode_seed, record_episode
 from rynn_robot_bridge.sim.scenes import TASKS
 
 INDEX_NAME = "index.json"
@@ -70,12 +70,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--episodes", type=int, default=1, help="episodes per task")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--duration", type=float, default=EpisodeSettings.duration_s, help="seconds per episode")
+    parser.add_argument("--operator", choices=OPERATORS, default=EpisodeSettings.operator,
+                        help="task: plans from the scene and does the task; synthetic: scripted, not object-aware")
+    parser.add_argument("--scene-variation", action=argparse.BooleanOptionalAction, default=EpisodeSettings.scene_variation,
+                        help="seeded object sizes/colours, distractors, table, lights, camera jitter")
+    parser.add_argument("--duration", type=float, default=EpisodeSettings.duration_s,
+                        help="seconds per episode (0: the task plan's length; synthetic: 4 s)")
     parser.add_argument("--fps", type=float, default=EpisodeSettings.fps)
     parser.add_argument("--width", type=int, default=EpisodeSettings.image_width)
     parser.add_argument("--height", type=int, default=EpisodeSettings.image_height)
     args = parser.parse_args(argv)
-    settings = EpisodeSettings(duration_s=args.duration, fps=args.fps, image_width=args.width, image_height=args.height)
+    settings = EpisodeSettings(operator=args.operator, scene_variation=args.scene_variation, duration_s=args.duration,
+                               fps=args.fps, image_width=args.width, image_height=args.height)
     args.out.mkdir(parents=True, exist_ok=True)
     entries = generate(args.out, args.tasks, args.episodes, args.seed, settings)
     successes = sum(e["success"] for e in entries)

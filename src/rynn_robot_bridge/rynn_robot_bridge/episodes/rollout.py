@@ -39,6 +39,7 @@ TASK_MOTIONS = {
 class EpisodeSettings:
     operator: str = "task"  # "task": plans from the scene (OPERATORS); "synthetic": scripted, not object-aware
     duration_s: float = 0.0  # 0: the task plan's length + SETTLE_S (4 s for the synthetic operator)
+    scene_variation: bool = True  # seeded sizes, colours, distractors, table, lights, camera jitter (sim.scene_variation)
     fps: float = 16.0
     command_rate_hz: float = 200.0
     control_rate_hz: float = 500.0
@@ -54,9 +55,11 @@ def episode_seed(base_seed: int, task: str, index: int) -> int:
 def record_episode(task: str, seed: int, settings: EpisodeSettings, bag_path: Path) -> tuple[dict, dict]:
     """Write the bag at ``bag_path`` (must not exist); return (summary, frame-aligned arrays)."""
     intrinsics = D435I_COLOR.scaled(settings.image_width, settings.image_height)
-    robot = SimulatedRobot(task, seed=seed, camera=intrinsics, control_rate_hz=settings.control_rate_hz)
+    robot = SimulatedRobot(task, seed=seed, camera=intrinsics, control_rate_hz=settings.control_rate_hz,
+                           vary_scene=settings.scene_variation)
     pipeline = RetargetPipeline()
     operator, duration_s = make_operator(task, seed, settings, pipeline, robot)
+    scene = scene_metadata(robot)
     smoother = pipeline.make_smoother()
     writer = EpisodeBagWriter(bag_path, intrinsics)
     frames = {"stamp_ns": [], "action": [], "joint_position": []}
@@ -98,6 +101,7 @@ def record_episode(task: str, seed: int, settings: EpisodeSettings, bag_path: Pa
             "image_width": settings.image_width,
             "image_height": settings.image_height,
             "operator": settings.operator,
+            "scene": scene,
             "operator_motion": TASK_MOTIONS[task] if settings.operator == "synthetic" else "task_plan",
             "retarget_counters": {k: int(v) for k, v in pipeline.counters.items()},
         }
@@ -126,6 +130,14 @@ def make_operator(task: str, seed: int, settings: EpisodeSettings, pipeline: Ret
     plan = plan_task(robot.task.state(robot.data), rest_hands(pipeline), style)
     operator = TaskOperator(plan, arm_mappings(pipeline), seed=seed)
     return operator, settings.duration_s or plan.duration + SETTLE_S
+
+
+def scene_metadata(robot: SimulatedRobot) -> dict:
+    """The scene as the episode started: object poses and sizes, and the variation applied (if any)."""
+    objects = {name: {"position": obj.position.round(5).tolist(), "yaw": round(obj.yaw, 5),
+                      "half_extents": obj.half_extents.round(5).tolist()}
+               for name, obj in robot.task.state(robot.data).objects.items()}
+    return {"objects": objects, "variation": robot.variation.as_dict() if robot.variation else None}
 
 
 def _ns(seconds: float) -> int:

@@ -31,6 +31,7 @@ class ObjectPlacement:
     yaw: float
     z: float
     half_extents: tuple = (0.0, 0.0, 0.0)
+    grip_point: tuple | None = None  # where a hand holds it (a handle), object frame
 
 
 @dataclass
@@ -51,6 +52,16 @@ class TaskScene:
     def object_names(self) -> list[str]:
         return [p.name for p in self.placements]
 
+    def scale(self, factor: float) -> None:
+        """Follow objects whose every length was scaled by ``factor`` (heights, sizes, check parameters)."""
+        for placement in self.placements:
+            placement.z *= factor
+            placement.half_extents = tuple(factor * h for h in placement.half_extents)
+            if placement.grip_point is not None:
+                placement.grip_point = tuple(factor * g for g in placement.grip_point)
+        self.parameters = {key: (tuple(factor * v for v in value) if isinstance(value, tuple) else factor * value)
+                           for key, value in self.parameters.items()}
+
     def state(self, data: mujoco.MjData) -> SceneState:
         """The objects where they are now (the task operator plans from this at episode start)."""
         objects = {}
@@ -59,7 +70,8 @@ class TaskScene:
             axis_x = body.xmat.reshape(3, 3)[:, 0]
             objects[placement.name] = SceneObject(placement.name, body.xpos.copy(),
                                                   float(np.arctan2(axis_x[1], axis_x[0])),
-                                                  np.asarray(placement.half_extents, dtype=float))
+                                                  np.asarray(placement.half_extents, dtype=float),
+                                                  None if placement.grip_point is None else np.asarray(placement.grip_point))
         return SceneState(self.name, objects)
 
 
@@ -172,8 +184,9 @@ def _dual_picking(spec, rng) -> TaskScene:
 
 def _dual_picking_success(scene, model, data) -> bool:
     plate = object_position(data, "plate")
-    for fruit, resting_height in (("apple", 0.035), ("banana", 0.016)):
-        position = object_position(data, fruit)
+    resting = {p.name: p.half_extents[2] for p in scene.placements}  # centre height on the table
+    for fruit in ("apple", "banana"):
+        position, resting_height = object_position(data, fruit), resting[fruit]
         off_plate = np.linalg.norm(position[:2] - plate[:2]) > scene.parameters["plate_radius"] + 0.01
         on_table = position[2] < resting_height + 0.01  # lower than it would sit on the plate
         if not (off_plate and on_table and _placed(model, data, fruit)):
@@ -244,21 +257,25 @@ def _bimanual_lifting_success(scene, model, data) -> bool:
 
 
 def _lid_placement(spec, rng) -> TaskScene:
-    """A cardboard box and its lid; success: the lid rests on the box, centred and aligned."""
+    """A cardboard box and its lid, which has a small knob on top to lift it by (a flat lid on a table
+    cannot be picked up by a hand); success: the lid rests on the box, centred and aligned."""
     box_half, box_height = (0.08, 0.06), 0.10
     box = _free_body(spec, "box")
     _open_box(box, *box_half, box_height, 0.006, (0.66, 0.50, 0.32, 1), mass=0.3)
     lid = _free_body(spec, "lid")
-    lid_thickness = 0.008
+    lid_thickness, knob_radius, knob_half_height = 0.008, 0.012, 0.018
     _geom(lid, type=mujoco.mjtGeom.mjGEOM_BOX, size=(box_half[0] + 0.01, box_half[1] + 0.01, lid_thickness / 2),
           rgba=(0.55, 0.40, 0.25, 1), mass=0.06)
+    knob = (0.0, 0.0, lid_thickness / 2 + knob_half_height)
+    _geom(lid, type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=(knob_radius, knob_half_height), rgba=(0.45, 0.32, 0.2, 1),
+          mass=0.01, pos=knob)
     box_xy, box_yaw = _sample(rng, (0.40, 0.46), (-0.16, -0.08), (-0.3, 0.3))
     lid_xy, lid_yaw = _sample(rng, (0.34, 0.42), (0.10, 0.18), (-0.5, 0.5))
     scene = TaskScene(
         "lid_placement",
         [ObjectPlacement("box", box_xy, box_yaw, 0.0, (*box_half, box_height / 2)),
          ObjectPlacement("lid", lid_xy, lid_yaw, lid_thickness / 2,
-                         (box_half[0] + 0.01, box_half[1] + 0.01, lid_thickness / 2))],
+                         (box_half[0] + 0.01, box_half[1] + 0.01, lid_thickness / 2), grip_point=knob)],
         parameters={"box_height": box_height, "lid_thickness": lid_thickness},
     )
     scene.check = _lid_placement_success

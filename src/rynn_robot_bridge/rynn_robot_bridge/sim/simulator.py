@@ -16,6 +16,7 @@ from rynn_common.description import D435I_COLOR, CameraIntrinsics, resolve_urdf_
 from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
 from rynn_robot_bridge.sim.headless_gl import RendererUnavailable, require_renderer
 from rynn_robot_bridge.sim.robot_model import HEAD_CAMERA, build_robot_spec
+from rynn_robot_bridge.sim.scene_variation import SceneVariation, apply_variation, object_colours, sample_variation
 from rynn_robot_bridge.sim.scenes import build_scene
 
 # Arms: upper arm slightly forward, forearm level above the table's front edge, hands open
@@ -36,10 +37,17 @@ class SimulatedRobot:
         camera: CameraIntrinsics = D435I_COLOR,
         control_rate_hz: float = 500.0,
         command_delay_s: float = 0.0,
+        vary_scene: bool = False,
     ):
         urdf = resolve_urdf_path(urdf_path or None)
         spec = build_robot_spec(urdf, camera, control_rate_hz)
         self.task = build_scene(spec, scene, np.random.default_rng(seed))
+        self.variation: SceneVariation | None = None
+        if vary_scene:  # its own stream: object poses stay those of the same seed without variation
+            names = self.task.object_names()
+            self.variation = sample_variation(np.random.default_rng([seed, 2]), object_colours(spec, names))
+            apply_variation(spec, self.variation, names)
+            self.task.scale(self.variation.size_scale)
         self.model = spec.compile()
         self.data = mujoco.MjData(self.model)
         self.camera = camera
