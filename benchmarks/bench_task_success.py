@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "src" / p) for p in ("rynn_retarget", "rynn_robot_bridge")]
+sys.path[:0] = [str(REPO / "src" / p) for p in ("rynn_common", "rynn_retarget", "rynn_robot_bridge")]
 
 import rynn_robot_bridge.sim  # noqa: E402,F401  (headless GL first)
 from rynn_robot_bridge.episodes.rollout import EpisodeSettings, episode_seed, record_episode  # noqa: E402

@@ -96,7 +96,7 @@ def test_the_hand_closes_only_once_it_is_at_the_object(pipeline):
         key = plan.hand_at("left", t)
         if key.grip > preshape + 1e-9:
             assert t >= grasp_start and np.linalg.norm(key.position - at_object) < 1e-6
-    assert plan.hand_at("left", grasp_end).grip > 0.6
+    assert plan.hand_at("left", grasp_end).grip >= preshape + 0.2  # closed on it
     assert grasp_start - descend_end == pytest.approx(0.4)  # the hesitation, at the object
 
 

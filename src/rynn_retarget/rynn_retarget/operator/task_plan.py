@@ -19,7 +19,6 @@ import numpy as np
 from rynn_retarget.operator.synthetic import smoothstep
 
 SIDES = ("left", "right")
-GRIPS = ("power", "pinch")
 
 
 @dataclass(frozen=True)
@@ -191,10 +190,6 @@ def palm_sideways(facing_y: float, heading: float, pitch: float) -> np.ndarray:
     return palm_rotation(np.array([0.0, facing_y, 0.0]), forward)
 
 
-def _yaw(angle: float) -> np.ndarray:
-    return axis_angle_matrix(np.array([0.0, 0.0, angle]))
-
-
 def axis_angle_matrix(vector: np.ndarray) -> np.ndarray:
     """Rodrigues: the rotation by |vector| rad about ``vector``."""
     angle = float(np.linalg.norm(vector))
@@ -224,22 +219,23 @@ def grasp_centre(rotation: np.ndarray, target: np.ndarray, offset: np.ndarray) -
     return np.asarray(target, float) - rotation @ offset
 
 
-# Where a grasped object sits in the palm frame of the WUJI hand (measured from the retargeted
-# hand's closed keypoints: fingertips curl to x ~ 0.07 m at z ~ 0.11 m for a half-closed grasp).
+# Where a grasped object sits in the palm frame of the WUJI hand (right hand; mirrored in y for the
+# left), from the retargeted hand's keypoints: half-closed power-grasp fingertips curl to x ~ 0.07 m at
+# z ~ 0.1 m; the pinch's thumb and index tips meet near (0.08, 0.03, 0.1).
 POWER_GRASP_POINT = np.array([0.05, 0.005, 0.09])
-APPLE_PITCH = 0.5
-APPLE_HEADING = -0.6
-FRUIT_GRIP = {"left": 0.55, "right": 0.75}  # a sphere squeezed hard squirts out
-PUSH_CONTACT = 0.11
-PUSH_PITCH = 0.9
-HANDOVER_Y = -0.07
-LIFT_PITCH = 1.1
-LIFT_CONTACT = 0.09
-LIFT_SQUEEZE = 0.035
-BANANA_PITCH = 0.5
 PINCH_GRASP_POINT = np.array([0.075, 0.035, 0.10])
-# (pick, place) headings of each hand for the lid (left of the robot) and the box (right of it)
-LID_HEADINGS = {"left": (0.0, -0.9), "right": (0.9, 0.0)}
+# Hand headings and pitches (rad) each task's grasps use: found reachable by the arm IK over the
+# scenes' sampled object ranges (test_task_operator checks the commanded hands get there).
+APPLE_HEADING, APPLE_PITCH = -1.0, 0.5
+BANANA_PITCH = 0.5
+FRUIT_GRIP = {"left": 0.7, "right": 0.75}  # closure
+PUSH_CONTACT, PUSH_PITCH = 0.11, 0.9  # the fingers' point that pushes (m along them), fingers tipped down
+SWEEP_CONTACT, SWEEP_PITCH = 0.15, 1.1  # the right hand's sweep: steeper, so the block's x matters less
+HANDOVER_Y = -0.07  # the block's y where the left hand (at the end of its reach) hands over to the right
+LIFT_PITCH, LIFT_CONTACT = 1.1, 0.09
+LIFT_SQUEEZE = 0.035  # m each palm presses into the plush
+CARRY_ABOVE = 0.06  # m above the place point the carried object arrives, then is lowered
+LID_HEADINGS = {"left": (0.0, -0.9), "right": (0.9, 0.0)}  # (pick, place) headings: lid left, box right
 
 
 # --- the four tasks -------------------------------------------------------------------------
@@ -278,7 +274,7 @@ def _pick_and_place(tracks: _Tracks, side: str, target: np.ndarray, rotation: np
     tracks.hold(0.15, "grasp", side)
     tracks.move(0.6, "lift", **{side: HandKey(grasp + lift * up, rotation, grip, kind)})
     drop = grasp_centre(place_rotation, place, grasp_point)
-    tracks.move(1.0, "carry", **{side: HandKey(drop + lift * up, place_rotation, grip, kind)})
+    tracks.move(1.3, "carry", **{side: HandKey(drop + CARRY_ABOVE * up, place_rotation, grip, kind)})
     tracks.move(0.6, "place", **{side: HandKey(drop, place_rotation, grip, kind)})
     tracks.move(0.4, "release", **{side: HandKey(drop, place_rotation, 0.0, kind)})
     tracks.move(0.6, "retreat", **{side: HandKey(drop + clearance * up, place_rotation, 0.0, kind)})
@@ -314,10 +310,10 @@ def _plan_block_pushing(tracks: _Tracks, scene: SceneState, rest: dict, style: O
     block = scene.object("block")
     half, up = block.half_extents, np.array([0.0, 0.0, 1.0])
     contact = np.array([0.0, 0.0, PUSH_CONTACT])  # on the fingers, palm frame
-    back_contact = np.array([-0.012, 0.0, PUSH_CONTACT])  # on the back of the fingers
+    back_contact = np.array([-0.012, 0.0, SWEEP_CONTACT])  # on the back of the fingers
     gap = half[1] + 0.03
     left = palm_sideways(-1.0, heading=0.15 * style.approach_yaw, pitch=PUSH_PITCH)
-    right = palm_sideways(1.0, heading=-0.15 * style.approach_yaw, pitch=PUSH_PITCH)
+    right = palm_sideways(1.0, heading=-0.15 * style.approach_yaw, pitch=SWEEP_PITCH)
 
     def at(rotation, point, y):  # palm that puts ``point`` of the hand at the block's height and x, at ``y``
         return grasp_centre(rotation, np.array([block.position[0], y, block.position[2]]), point)
@@ -334,7 +330,7 @@ def _plan_block_pushing(tracks: _Tracks, scene: SceneState, rest: dict, style: O
     tracks.move(0.5, "retreat", left=HandKey(away + 0.13 * up, left))
     tracks.together()
     tracks.move(0.8, "return", left=rest["left"])
-    take_over = at(right, back_contact, HANDOVER_Y + gap + 0.03)  # wide: the block may stop short
+    take_over = at(right, back_contact, HANDOVER_Y + gap + 0.05)  # wide: the block may stop short
     tracks.move(1.0, "approach", right=HandKey(take_over + 0.08 * up, right))
     tracks.move(0.5, "descend", right=HandKey(take_over, right))
     goal = at(right, back_contact, -0.20 + half[1])
