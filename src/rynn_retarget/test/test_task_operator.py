@@ -9,11 +9,13 @@ import pytest
 from rynn_retarget.operator.synthetic import neutral_frame
 from rynn_retarget.operator.task_operator import TaskOperator, arm_mappings, rest_hands
 from rynn_retarget.operator.task_plan import (
+    CUP_POINT,
     PINCH_GRASP_POINT,
     POWER_GRASP_POINT,
     OperatorStyle,
     SceneObject,
     SceneState,
+    hand_point,
     plan_task,
     sample_style,
 )
@@ -57,7 +59,7 @@ def commanded_palm(operator: TaskOperator, side: str, t: float) -> np.ndarray:
 
 
 @pytest.mark.parametrize(("task", "side", "obj", "point"), [
-    ("dual_picking", "left", "apple", POWER_GRASP_POINT),
+    ("dual_picking", "left", "apple", CUP_POINT),
     ("dual_picking", "right", "banana", POWER_GRASP_POINT),
     ("lid_placement", "left", "lid", PINCH_GRASP_POINT),
     ("lid_placement", "right", "lid", PINCH_GRASP_POINT),
@@ -67,8 +69,7 @@ def test_the_commanded_hand_reaches_the_object_to_grasp(pipeline, task, side, ob
     operator = operator_for(pipeline, task, style)
     start, end = operator.plan.phase_times(side, "grasp")[0]
     palm = commanded_palm(operator, side, end)
-    point = point * (1.0, -1.0 if side == "left" else 1.0, 1.0)  # the thumb's side
-    held = palm[:3, :3] @ point + palm[:3, 3]
+    held = palm[:3, :3] @ hand_point(point, side) + palm[:3, 3]
     target = scene(task).object(obj)
     target = target.point(target.grip_point) if target.grip_point is not None else target.position  # the lid's knob
     assert np.linalg.norm(held - target) < 0.015  # the first aim was 3.5 cm off and got corrected

@@ -190,6 +190,10 @@ def palm_sideways(facing_y: float, heading: float, pitch: float) -> np.ndarray:
     return palm_rotation(np.array([0.0, facing_y, 0.0]), forward)
 
 
+def _yaw_matrix(angle: float) -> np.ndarray:
+    return axis_angle_matrix(np.array([0.0, 0.0, angle]))
+
+
 def axis_angle_matrix(vector: np.ndarray) -> np.ndarray:
     """Rodrigues: the rotation by |vector| rad about ``vector``."""
     angle = float(np.linalg.norm(vector))
@@ -214,6 +218,11 @@ def _rotation_vector(rotation: np.ndarray) -> np.ndarray:
     return angle * axis / np.linalg.norm(axis)
 
 
+def hand_point(point, side: str) -> np.ndarray:
+    """A palm-frame point given for the right hand, on ``side``'s hand (the left is the mirror image in y)."""
+    return np.asarray(point, dtype=float) * (1.0, -1.0 if side == "left" else 1.0, 1.0)
+
+
 def grasp_centre(rotation: np.ndarray, target: np.ndarray, offset: np.ndarray) -> np.ndarray:
     """Palm origin that puts the point ``offset`` (palm frame) of the closed hand on ``target``."""
     return np.asarray(target, float) - rotation @ offset
@@ -226,12 +235,11 @@ POWER_GRASP_POINT = np.array([0.05, 0.005, 0.09])
 PINCH_GRASP_POINT = np.array([0.075, 0.035, 0.10])
 # Hand headings and pitches (rad) each task's grasps use: found reachable by the arm IK over the
 # scenes' sampled object ranges (test_task_operator checks the commanded hands get there).
-APPLE_HEADING, APPLE_PITCH = -1.0, 0.5
 BANANA_PITCH = 0.5
-FRUIT_GRIP = {"left": 0.7, "right": 0.75}  # closure
+CUP_POINT, CUP_GRIP = np.array([0.06, 0.01, 0.06]), 0.5  # apple under the cupped hand, behind the fingertips
 PUSH_CONTACT, PUSH_PITCH = 0.11, 0.9  # the fingers' point that pushes (m along them), fingers tipped down
-SWEEP_CONTACT, SWEEP_PITCH = 0.15, 1.1  # the right hand's sweep: steeper, so the block's x matters less
-HANDOVER_Y = -0.07  # the block's y where the left hand (at the end of its reach) hands over to the right
+PUSH_TOE_IN = 0.15  # rad: the pushing palms face a little backwards; pushed blocks drift forward otherwise
+HANDOVER_Y = -0.05  # the block's y where the left hand (at the end of its reach) hands over to the right
 LIFT_PITCH, LIFT_CONTACT = 1.1, 0.09
 LIFT_SQUEEZE = 0.035  # m each palm presses into the plush
 CARRY_ABOVE = 0.06  # m above the place point the carried object arrives, then is lowered
@@ -264,7 +272,7 @@ def _pick_and_place(tracks: _Tracks, side: str, target: np.ndarray, rotation: np
     """Approach above with the hand pre-shaped, correct the first aim, descend, (hesitate), close, lift,
     carry, lower, release, retreat."""
     up = np.array([0.0, 0.0, 1.0])
-    grasp_point = np.asarray(grasp_point) * (1.0, -1.0 if side == "left" else 1.0, 1.0)  # thumb on the hand's side
+    grasp_point = hand_point(grasp_point, side)
     grasp = grasp_centre(rotation, target, grasp_point)
     tracks.move(1.0, "approach", **{side: HandKey(grasp + clearance * up + style.aim_error, rotation, preshape, kind)})
     tracks.move(0.35, "correct", **{side: HandKey(grasp + clearance * up, rotation, preshape, kind)})
@@ -281,26 +289,40 @@ def _pick_and_place(tracks: _Tracks, side: str, target: np.ndarray, rotation: np
 
 
 def _plan_dual_picking(tracks: _Tracks, scene: SceneState, rest: dict, style: OperatorStyle) -> None:
-    """Left hand takes the apple off the plate to the left, right hand the banana to the right."""
-    plate = scene.object("plate").position
+    """Right hand picks the banana off the plate and puts it down to the right; the left hand cups the
+    apple (a sphere squirts out of this hand's grasp) and rolls it off the plate to the left."""
+    plate = scene.object("plate")
     apple, banana = scene.object("apple"), scene.object("banana")
-    apple_rotation = palm_down(APPLE_HEADING + style.approach_yaw, pitch=APPLE_PITCH)
     # Fingers across the banana, pointing inwards (the right hand's comfortable side), within reach.
     across = np.clip((banana.yaw + np.pi / 2) % np.pi, 0.8, 1.3)
     banana_rotation = palm_down(across + 0.3 * style.approach_yaw, pitch=BANANA_PITCH)
-    picks = {
-        "left": (apple.position, apple_rotation, np.array([plate[0] + 0.02, plate[1] + 0.21, apple.half_extents[2]])),
-        "right": (banana.position, banana_rotation,
-                  np.array([plate[0] + 0.02, plate[1] - 0.21, banana.half_extents[2]])),
-    }
+    banana_place = np.array([plate.position[0] + 0.02, plate.position[1] - 0.21, banana.half_extents[2]])
     order = {"together": SIDES, "left_first": ("left", "right"), "right_first": ("right", "left")}[style.order]
     for side in order:
-        target, rotation, place = picks[side]
-        _pick_and_place(tracks, side, target, rotation, POWER_GRASP_POINT, place, rotation, style,
-                        grip=FRUIT_GRIP[side], preshape=0.35)
+        if side == "right":
+            _pick_and_place(tracks, "right", banana.position, banana_rotation, POWER_GRASP_POINT, banana_place,
+                            banana_rotation, style, grip=0.75, preshape=0.35)
+        else:
+            _cup_and_roll(tracks, apple, plate, style)
         tracks.move(0.8, "return", **{side: rest[side]})
         if style.order != "together":
             tracks.together()  # the other hand starts once this one is back
+
+
+def _cup_and_roll(tracks: _Tracks, apple: SceneObject, plate: SceneObject, style: OperatorStyle) -> None:
+    """Left hand: a cupped hand over the apple, thumb on its right, rolls it left over the plate's rim."""
+    rotation, up = palm_down(0.2 * style.approach_yaw, pitch=0.2), np.array([0.0, 0.0, 1.0])
+    cup = grasp_centre(rotation, apple.position, hand_point(CUP_POINT, "left"))
+    tracks.move(1.0, "approach", left=HandKey(cup + 0.08 * up + style.aim_error, rotation, CUP_GRIP / 2))
+    tracks.move(0.35, "correct", left=HandKey(cup + 0.08 * up, rotation, CUP_GRIP / 2))
+    tracks.move(0.6, "descend", left=HandKey(cup, rotation, CUP_GRIP / 2))
+    tracks.hold(style.hesitation_s, "hesitate", "left")
+    tracks.move(0.4, "grasp", left=HandKey(cup, rotation, CUP_GRIP))
+    off_plate = np.array([0.0, plate.position[1] + plate.half_extents[0] + 0.09 - apple.position[1],
+                          -plate.half_extents[2] * 2])
+    tracks.move(1.6, "roll", left=HandKey(cup + off_plate, rotation, CUP_GRIP))
+    tracks.move(0.4, "release", left=HandKey(cup + off_plate + np.array([0.0, -0.02, 0.0]), rotation, 0.0))
+    tracks.move(0.6, "retreat", left=HandKey(cup + off_plate + np.array([0.0, -0.02, 0.1]), rotation, 0.0))
 
 
 def _plan_block_pushing(tracks: _Tracks, scene: SceneState, rest: dict, style: OperatorStyle) -> None:
@@ -310,10 +332,10 @@ def _plan_block_pushing(tracks: _Tracks, scene: SceneState, rest: dict, style: O
     block = scene.object("block")
     half, up = block.half_extents, np.array([0.0, 0.0, 1.0])
     contact = np.array([0.0, 0.0, PUSH_CONTACT])  # on the fingers, palm frame
-    back_contact = np.array([-0.012, 0.0, SWEEP_CONTACT])  # on the back of the fingers
+    back_contact = np.array([-0.012, 0.0, PUSH_CONTACT])  # on the back of the fingers
     gap = half[1] + 0.03
-    left = palm_sideways(-1.0, heading=0.15 * style.approach_yaw, pitch=PUSH_PITCH)
-    right = palm_sideways(1.0, heading=-0.15 * style.approach_yaw, pitch=SWEEP_PITCH)
+    left = _yaw_matrix(-PUSH_TOE_IN) @ palm_sideways(-1.0, heading=0.15 * style.approach_yaw, pitch=PUSH_PITCH)
+    right = _yaw_matrix(-PUSH_TOE_IN) @ palm_sideways(1.0, heading=-0.15 * style.approach_yaw, pitch=PUSH_PITCH)
 
     def at(rotation, point, y):  # palm that puts ``point`` of the hand at the block's height and x, at ``y``
         return grasp_centre(rotation, np.array([block.position[0], y, block.position[2]]), point)
@@ -330,7 +352,7 @@ def _plan_block_pushing(tracks: _Tracks, scene: SceneState, rest: dict, style: O
     tracks.move(0.5, "retreat", left=HandKey(away + 0.13 * up, left))
     tracks.together()
     tracks.move(0.8, "return", left=rest["left"])
-    take_over = at(right, back_contact, HANDOVER_Y + gap + 0.05)  # wide: the block may stop short
+    take_over = at(right, back_contact, HANDOVER_Y + gap - 0.005)
     tracks.move(1.0, "approach", right=HandKey(take_over + 0.08 * up, right))
     tracks.move(0.5, "descend", right=HandKey(take_over, right))
     goal = at(right, back_contact, -0.20 + half[1])
