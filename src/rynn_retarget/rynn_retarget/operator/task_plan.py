@@ -238,7 +238,7 @@ PINCH_GRASP_POINT = np.array([0.075, 0.035, 0.10])
 BANANA_PITCH = 0.5
 CUP_POINT, CUP_GRIP = np.array([0.06, 0.01, 0.06]), 0.5  # apple under the cupped hand, behind the fingertips
 PUSH_CONTACT, PUSH_PITCH = 0.11, 0.9  # the fingers' point that pushes (m along them), fingers tipped down
-PUSH_TOE_IN = 0.15  # rad: the pushing palms face a little backwards; pushed blocks drift forward otherwise
+PUSH_TOE_IN = 0.15  # rad: the left palm faces a little backwards; the pushed block drifts forward otherwise
 HANDOVER_Y = -0.05  # the block's y where the left hand (at the end of its reach) hands over to the right
 LIFT_PITCH, LIFT_CONTACT = 1.1, 0.09
 LIFT_SQUEEZE = 0.035  # m each palm presses into the plush
@@ -318,11 +318,12 @@ def _cup_and_roll(tracks: _Tracks, apple: SceneObject, plate: SceneObject, style
     tracks.move(0.6, "descend", left=HandKey(cup, rotation, CUP_GRIP / 2))
     tracks.hold(style.hesitation_s, "hesitate", "left")
     tracks.move(0.4, "grasp", left=HandKey(cup, rotation, CUP_GRIP))
-    off_plate = np.array([0.0, plate.position[1] + plate.half_extents[0] + 0.09 - apple.position[1],
+    off_plate = np.array([0.0, plate.position[1] + plate.half_extents[0] + 0.10 - apple.position[1],
                           -plate.half_extents[2] * 2])
-    tracks.move(1.6, "roll", left=HandKey(cup + off_plate, rotation, CUP_GRIP))
-    tracks.move(0.4, "release", left=HandKey(cup + off_plate + np.array([0.0, -0.02, 0.0]), rotation, 0.0))
-    tracks.move(0.6, "retreat", left=HandKey(cup + off_plate + np.array([0.0, -0.02, 0.1]), rotation, 0.0))
+    tracks.move(2.0, "roll", left=HandKey(cup + off_plate, rotation, CUP_GRIP))
+    tracks.hold(0.4, "roll", "left")  # the cup stops the apple before it lets go
+    tracks.move(0.4, "release", left=HandKey(cup + off_plate + 0.02 * up, rotation, 0.0))
+    tracks.move(0.6, "retreat", left=HandKey(cup + off_plate + 0.12 * up, rotation, 0.0))
 
 
 def _plan_block_pushing(tracks: _Tracks, scene: SceneState, rest: dict, style: OperatorStyle) -> None:
@@ -335,7 +336,7 @@ def _plan_block_pushing(tracks: _Tracks, scene: SceneState, rest: dict, style: O
     back_contact = np.array([-0.012, 0.0, PUSH_CONTACT])  # on the back of the fingers
     gap = half[1] + 0.03
     left = _yaw_matrix(-PUSH_TOE_IN) @ palm_sideways(-1.0, heading=0.15 * style.approach_yaw, pitch=PUSH_PITCH)
-    right = _yaw_matrix(-PUSH_TOE_IN) @ palm_sideways(1.0, heading=-0.15 * style.approach_yaw, pitch=PUSH_PITCH)
+    right = palm_sideways(1.0, heading=-0.15 * style.approach_yaw, pitch=PUSH_PITCH)
 
     def at(rotation, point, y):  # palm that puts ``point`` of the hand at the block's height and x, at ``y``
         return grasp_centre(rotation, np.array([block.position[0], y, block.position[2]]), point)
