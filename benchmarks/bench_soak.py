@@ -68,14 +68,24 @@ def node_pids(output: Path) -> dict[str, int]:
 
 
 class Observer:
-    """The independent subscriber: /rynn/action sequence gaps, per-node rejected/dropped counters."""
+    """The independent subscriber: /rynn/action sequence gaps, per-node rejected/dropped counters.
 
-    def __init__(self, node):
+    Its own node, spun by its own thread: on the main loop's executor (one callback per pass,
+    between service calls and fault injections) its KEEP_LAST queue overflowed unseen on a loaded
+    machine and it counted its own overflow as 35k "sequence gaps" in 5 minutes."""
+
+    def __init__(self):
+        import threading
+
+        import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
+        from rclpy.executors import SingleThreadedExecutor
         from rclpy.qos import QoSProfile, ReliabilityPolicy
         from rynn_teleop_msgs.msg import RobotAction
 
-        self.node = node
+        self.node = node = rclpy.create_node("bench_soak_observer")
+        self.executor = SingleThreadedExecutor()
+        self.executor.add_node(node)
         self.last_sequence: int | None = None
         self.action_gaps = 0
         self.actions = 0
@@ -84,6 +94,19 @@ class Observer:
         reliable = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
         node.create_subscription(RobotAction, "/rynn/action", self._on_action, reliable)
         node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, reliable)
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.thread.start()
+
+    def _spin(self) -> None:
+        import rclpy
+
+        while rclpy.ok():
+            self.executor.spin_once(timeout_sec=0.1)
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.thread.join(timeout=5)
+        self.node.destroy_node()
 
     def _on_action(self, msg) -> None:
         if msg.header.frame_id == INTRUDER_FRAME:
@@ -116,7 +139,7 @@ class FaultInjector:
         self.tf_pub = node.create_publisher(TFMessage, "/tf", reliable)
         self.action_pub = node.create_publisher(RobotAction, "/rynn/action", reliable)
         self.latest_tf = None
-        node.create_subscription(TFMessage, "/tf", self._on_tf, reliable)
+        node.create_subscription(TFMessage, "/tf", self._on_tf, 1)  # only the newest sample is a template
         self.lcm = lcm.LCM(lcm_url)
         self.injected: Counter = Counter()
 
@@ -230,20 +253,35 @@ class ResourceLog:
                   f"{first[name][1]:4d}->{last[name][1]:<4d} {first[name][2]:4d}->{last[name][2]:<4d}")
 
 
-def read_back(bags: Path, summaries: dict[str, dict]) -> list[str]:
-    """Every bag opens with rosbags and holds what the recorder says it wrote; returns the failures."""
+def action_gaps(store, raw: bytes, msgtype: str, last: dict) -> int:
+    """Sequence numbers of the retarget node's actions skipped since the last one in this bag (the
+    injected NaN actions excluded; a restarted producer counts from 0 again)."""
+    msg = store.deserialize_cdr(raw, msgtype)
+    if msg.header.frame_id == INTRUDER_FRAME:
+        return 0
+    previous, last["sequence"] = last.get("sequence"), msg.sequence
+    return msg.sequence - previous - 1 if previous is not None and msg.sequence > previous else 0
+
+
+def read_back(bags: Path, summaries: dict[str, dict]) -> tuple[list[str], Counter]:
+    """Every bag opens with rosbags and holds what the recorder says it wrote; returns the failures
+    and, per episode, the /rynn/action sequence gaps inside the bag (what never reached it)."""
     from rosbags.rosbag2 import Reader
 
+    from rynn_robot_bridge.episodes.bag_writer import make_typestore
     from rynn_robot_bridge.recording.metadata import SIDECAR_NAME
 
-    failures = []
+    failures, gaps = [], Counter()
+    store = make_typestore()
     print(f"\n== bags in {bags}")
     for episode in sorted(p for p in bags.iterdir() if p.is_dir()):
         try:
             with Reader(episode) as reader:
-                counts = Counter()
-                for connection, _, _ in reader.messages():
+                counts, last = Counter(), {}
+                for connection, _, raw in reader.messages():
                     counts[connection.topic] += 1
+                    if connection.topic == "/rynn/action":
+                        gaps[episode.name] += action_gaps(store, raw, connection.msgtype, last)
         except Exception as error:  # any failure to read back is what this check is for
             failures.append(f"{episode.name}: does not read back ({error})")
             print(f"  {episode.name}: UNREADABLE: {error}")
@@ -254,13 +292,14 @@ def read_back(bags: Path, summaries: dict[str, dict]) -> list[str]:
         if mismatch:
             failures.append(f"{episode.name}: bag vs recorder summary {mismatch}")
         print(f"  {episode.name}: {sidecar.get('state')}, mode {sidecar.get('mode')}, "
-              f"{sum(counts.values())} messages on {len(counts)} topics, read back"
+              f"{sum(counts.values())} messages on {len(counts)} topics, read back; "
+              f"/rynn/action sequence gaps {gaps[episode.name]}"
               f"{'' if not mismatch else f'; MISMATCH {mismatch}'}")
         summaries.setdefault(episode.name, sidecar)
-    return failures
+    return failures, gaps
 
 
-def lost_report(summaries: dict[str, dict], observer: Observer) -> list[str]:
+def lost_report(summaries: dict[str, dict], observer: Observer, bag_gaps: Counter) -> list[str]:
     lost, failed, cut = Counter(), Counter(), Counter()
     for summary in summaries.values():
         for topic, entry in summary.get("topics", {}).items():
@@ -275,6 +314,10 @@ def lost_report(summaries: dict[str, dict], observer: Observer) -> list[str]:
               f"  (unflushed at a recorder kill: {cut[topic]})")
         if lost[topic] or failed[topic]:
             failures.append(f"{topic}: {lost[topic]} lost, {failed[topic]} failed")
+    reported = sum(summary.get("topics", {}).get("/rynn/action", {}).get("lost", 0) for summary in summaries.values())
+    print(f"  /rynn/action in the bags: {sum(bag_gaps.values())} sequence gaps (the recorder reported {reported} lost)")
+    if sum(bag_gaps.values()) > reported:  # a KEEP_LAST reader queue overflows without any lost event
+        failures.append(f"/rynn/action: {sum(bag_gaps.values()) - reported} missing from the bags unreported")
     print(f"  /rynn/action here: {observer.actions} received, {observer.action_gaps} sequence gaps, "
           f"{observer.producer_restarts} producer restarts")
     if observer.action_gaps:
@@ -316,7 +359,7 @@ def main() -> int:
     node = rclpy.create_node("bench_soak")
     executor = SingleThreadedExecutor()
     executor.add_node(node)
-    observer = Observer(node)
+    observer = Observer()
     faults = FaultInjector(node, executor, observer, lcm_url, output)
     resources = ResourceLog(output)
     clients = {verb: node.create_client(Trigger, f"/rynn/recorder/{verb}") for verb in ("start", "stop")}
@@ -367,6 +410,7 @@ def main() -> int:
                 summaries[json.loads(stopped.message)["episode"]] = json.loads(stopped.message)
         spin_for(executor, 2.0)  # the last diagnostics
     finally:
+        observer.close()
         node.destroy_node()
         rclpy.shutdown()
         if launcher.poll() is None:
@@ -379,8 +423,8 @@ def main() -> int:
     print(f"\nlauncher exit {launcher.returncode}; restarts per node: {restarts}")
     print(f"switches: {dict(switches)}; faults injected: {dict(faults.injected)}")
     resources.report()
-    failures += read_back(work / "bags", summaries)
-    failures += lost_report(summaries, observer)
+    read_failures, bag_gaps = read_back(work / "bags", summaries)
+    failures += read_failures + lost_report(summaries, observer, bag_gaps)
     print(f"\nmachine at the end: {machine_info()}")
     print("PASS" if not failures else "FAIL:\n  " + "\n  ".join(failures))
     return 1 if failures else 0

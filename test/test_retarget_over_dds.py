@@ -5,6 +5,7 @@ the scale and calibration chain, that the right hand closes when the synthetic
 right hand closes, and that the 200 Hz command respects joint and velocity limits.
 """
 
+import signal
 import time
 
 import numpy as np
@@ -174,6 +175,10 @@ def test_bad_operator_input_is_counted_and_never_reaches_the_command(ros_node, s
         t.transform.rotation.w = 1.0
         return TFMessage(transforms=[t])
 
+    # The tracker pauses while the bad samples go out: the node's /tf queue (KEEP_LAST) then holds only
+    # them, so a node that the loaded machine starves cannot have them replaced, unseen, by the 120 Hz
+    # live stream; each one reaches the node's checks and must be counted.
+    tracker.send_signal(signal.SIGSTOP)
     old = Time(sec=1, nanosec=0)  # far older than the live stream: out of order
     for _ in range(5):
         tf_pub.publish(tracker_msg(ros_node.get_clock().now().to_msg(), float("nan")))
@@ -192,7 +197,10 @@ def test_bad_operator_input_is_counted_and_never_reaches_the_command(ros_node, s
             and reasons.get("rejected.guard_invalid_hand", 0) >= 1
         )
 
-    assert wait_until(rejected_each, 20.0, spin=ros_node.spin_once), reasons
+    try:
+        assert wait_until(rejected_each, 20.0, spin=ros_node.spin_once), reasons
+    finally:
+        tracker.send_signal(signal.SIGCONT)
     assert retarget.poll() is None, read_log(retarget)
     assert np.isfinite(np.array(actions)).all()
 
