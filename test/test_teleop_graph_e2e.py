@@ -24,6 +24,8 @@ import pytest
 
 from launched_graph import ALL_UP, launcher_args, node_pids, unique_lcm_url
 from ros_test_tools import read_log, wait_until
+from rynn_robot_bridge.bridge.lcm_link import with_receive_buffer
+from rynn_robot_bridge.bridge.settings import BridgeSettings
 from rynn_robot_bridge.lcm_protocol import MODE_HOLD, decode_command, decode_state
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -38,7 +40,9 @@ class RobotListener:
     def __init__(self, url: str):
         self.states: deque = deque(maxlen=5000)  # (position tuple, accepted_commands), ~10 s at 500 Hz
         self.commands: list = []  # (utime us, is_motion)
-        self._lcm = lcm.LCM(url)
+        # The bridge's receive buffer: at the OS default (~208 KiB, 0.3 s of 500 Hz states) a starved test
+        # process lost states in the kernel, and the bridge's /joint_states then showed states this listener never saw.
+        self._lcm = lcm.LCM(with_receive_buffer(url, BridgeSettings().lcm_receive_buffer_bytes))
         self._lcm.subscribe(STATE_CHANNEL, self._on_state)
         self._lcm.subscribe(COMMAND_CHANNEL, self._on_command)
         self._stop = threading.Event()

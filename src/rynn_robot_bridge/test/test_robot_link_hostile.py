@@ -171,7 +171,10 @@ def test_row1_nan_robot_state_is_rejected_and_the_command_thread_keeps_running(b
     assert operator.ever_faulted("robot state rejected (non_finite")
     assert wait_until(lambda: operator.diagnostic_value("rejected.robot_state_non_finite") > 0.5 * hostile.sent, 5.0, spin=spin)
     assert wait_until(lambda: not any("robot_state" in f for f in operator.faults()), 5.0, spin=spin)
-    assert not operator.ever_faulted("command_loop") and bridge.poll() is None
+    # No cycle failed and the loop never stopped. (A starved machine may report it "stalled": a liveness
+    # report of CPU starvation, not of the NaN state; the commands above show the thread alive.)
+    assert not operator.ever_faulted("loop stopped") and not operator.ever_faulted("cycle failed")
+    assert operator.diagnostic_value("dropped.command_cycle_errors") == 0 and bridge.poll() is None
 
 
 def motion(commands) -> list:
@@ -325,14 +328,15 @@ class Intruder:
 
     def __init__(self, link: SimRobotLink, position: np.ndarray):
         self.link, self.position, self.sent = link, position, 0
+        self.last_sequence = -1  # of the newest command sent
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self):
         while not self._stop.wait(0.005):
-            echo = self.link.latest.last_command_sequence
-            self.link.send(encode_command(self.position, echo + 1, utime=self.UTIME))
+            self.last_sequence = self.link.latest.last_command_sequence + 1
+            self.link.send(encode_command(self.position, self.last_sequence, utime=self.UTIME))
             self.sent += 1
 
     def stop(self):
@@ -365,7 +369,10 @@ def test_row5_a_second_commander_is_detected_and_the_bridge_stops_until_rearmed(
     spin_for(ros_node, 0.5)
     assert bridge_commands_after(detected + 0.1) == []  # the bridge stopped commanding
     intruder.stop()
-    # The robot's own watchdog holds once the other sender is silent: its last packets have been taken.
+    # The robot has taken the other sender's last command (a starved robot process takes queued packets late:
+    # rearming before that let it accept one more intruder command afterwards, a second commander again),
+    # and its own watchdog holds once that sender is silent.
+    assert wait_until(lambda: sim_link.latest.last_command_sequence == intruder.last_sequence, 10.0)
     assert wait_until(lambda: sim_link.latest.fault_flags & 1, 5.0)  # FAULT_WATCHDOG
 
     # The operator's way out: the other sender is gone; request real mode again.

@@ -114,10 +114,12 @@ def test_digital_mode_streams_realsense_identical_frames_stamped_by_skeleton(ros
     assert len(skeleton_ticks) >= 12
     assert skeleton_ticks.max() <= t0 + sent / 30.0, "a frame claims a time no skeleton has reached"
     # On the model clock (after the first block, which may hold null-action frames stamped
-    # "now"); a block that fell behind jumps ahead to the newest skeleton, never back.
+    # "now"); a block that fell behind jumps ahead to the newest skeleton, never back, and frames
+    # are never closer than a model period. How many land exactly one period apart depends on the
+    # CPU the node gets (blocks that fall behind skip ahead, late frames are dropped): exact spacing
+    # is tested on a fake clock (test_live_session), the live rate by bench_digital_latency.
     gaps = np.diff(skeleton_ticks[4:])
-    assert gaps.min() >= 1.0 / FPS - 1e-3
-    assert np.mean(np.abs(gaps - 1.0 / FPS) < 1e-3) >= 0.6, gaps
+    assert gaps.min() >= 1.0 / FPS - 1e-3, gaps
     info_by_stamp = {round(stamp_s(i.header), 6): i for i in infos}
     for image in checked:
         info = info_by_stamp[round(stamp_s(image.header), 6)]

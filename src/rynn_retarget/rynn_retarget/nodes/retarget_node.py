@@ -55,6 +55,9 @@ from rynn_common.ros_conversions import (
 from rynn_common.skeleton_arrays import bimanual_skeleton_to_arrays
 
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+# 5 s of the 200 Hz actions: a reliable subscriber (the recorder) whose transport dropped some while the
+# machine starved it is repaired from this history; at depth 10 (50 ms) they were lost (154 in a 5-min soak).
+ACTION_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 SIDES = ("left", "right")
 # Guard counters that mean "not used" rather than "invalid" (TeleopStatus.dropped_inputs).
 GUARD_DROPS = {"out_of_order", "missing_tracker", "hand_lost", "stale"}
@@ -106,7 +109,7 @@ class RetargetNode(Node):
         self.pending: OperatorFrame | None = None  # newest tracker sample not yet retargeted
         self.pending_ready = threading.Condition()
 
-        self.action_pub = self.create_publisher(RobotAction, "/rynn/action", RELIABLE)
+        self.action_pub = self.create_publisher(RobotAction, "/rynn/action", ACTION_QOS)
         self.command_pub = self.create_publisher(JointState, "/rynn/command/joint_states", RELIABLE)
         self.skeleton_pub = self.create_publisher(BimanualSkeleton, "/rynn/operator/skeleton_camera", RELIABLE)
         self.status_pub = self.create_publisher(TeleopStatus, "/rynn/status", RELIABLE)
