@@ -13,7 +13,7 @@ Starts config/teleop_graph.yaml through the embedded launcher with ``record:=tru
 * every ``--sample-s`` seconds prints RSS, threads and open fds of every node process
   (the current process after a respawn);
 * at the end prints per topic the messages lost (recorder: transport-lost and failed
-  writes per episode; /rynn/action: sequence gaps seen here) next to what the nodes
+  writes per episode; /rynn/action: sequence gaps inside every bag) next to what the nodes
   counted as rejected, reads every bag back with rosbags and compares its message
   counts with the recorder's summary, and says PASS/FAIL for each check.
 
@@ -70,9 +70,10 @@ def node_pids(output: Path) -> dict[str, int]:
 class Observer:
     """The independent subscriber: /rynn/action sequence gaps, per-node rejected/dropped counters.
 
-    Its own node, spun by its own thread: on the main loop's executor (one callback per pass,
-    between service calls and fault injections) its KEEP_LAST queue overflowed unseen on a loaded
-    machine and it counted its own overflow as 35k "sequence gaps" in 5 minutes."""
+    Its own node, spun by its own thread (on the main loop's executor, one callback per pass between
+    service calls and fault injections, it fell further behind). Still, on a machine at load 40 this
+    process is starved too and its KEEP_LAST queue overflows unseen: its gaps are reported, not checked;
+    what the graph lost is read from the bags (``read_back``)."""
 
     def __init__(self):
         import threading
@@ -318,10 +319,10 @@ def lost_report(summaries: dict[str, dict], observer: Observer, bag_gaps: Counte
     print(f"  /rynn/action in the bags: {sum(bag_gaps.values())} sequence gaps (the recorder reported {reported} lost)")
     if sum(bag_gaps.values()) > reported:  # a KEEP_LAST reader queue overflows without any lost event
         failures.append(f"/rynn/action: {sum(bag_gaps.values()) - reported} missing from the bags unreported")
-    print(f"  /rynn/action here: {observer.actions} received, {observer.action_gaps} sequence gaps, "
-          f"{observer.producer_restarts} producer restarts")
-    if observer.action_gaps:
-        failures.append(f"/rynn/action: {observer.action_gaps} sequence gaps")
+    # This process's own subscription: on a loaded machine it is starved like any other (its KEEP_LAST queue
+    # overflows unseen), so its gaps say how much this benchmark kept up, not what the graph lost; the bags say that.
+    print(f"  /rynn/action at this benchmark's own subscriber (not a graph loss): {observer.actions} received, "
+          f"{observer.action_gaps} sequence gaps, {observer.producer_restarts} producer restarts")
     print("\n== counted by the nodes (rejected = refused as invalid, dropped = valid but not used)")
     for name, counts in sorted(observer.counters.items()):
         shown = ", ".join(f"{key} {value}" for key, value in sorted(counts.items()) if value)

@@ -44,7 +44,7 @@ from rynn_common.node_runner import run_node
 from rynn_retarget.operator.frame import HANDS_TOPIC, TRACKER_NAMES, HandSkeleton, OperatorFrame
 from rynn_retarget.pipeline import RetargetPipeline
 from rynn_common.pipeline_stats import PipelineStats
-from rynn_common.qos import TF_QOS
+from rynn_common.qos import RECORDED_STREAM_QOS, TF_QOS
 from rynn_common.ros_conversions import (
     make_bimanual_skeleton,
     make_diagnostics,
@@ -55,9 +55,6 @@ from rynn_common.ros_conversions import (
 from rynn_common.skeleton_arrays import bimanual_skeleton_to_arrays
 
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-# 5 s of the 200 Hz actions: a reliable subscriber (the recorder) whose transport dropped some while the
-# machine starved it is repaired from this history; at depth 10 (50 ms) they were lost (154 in a 5-min soak).
-ACTION_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 SIDES = ("left", "right")
 # Guard counters that mean "not used" rather than "invalid" (TeleopStatus.dropped_inputs).
 GUARD_DROPS = {"out_of_order", "missing_tracker", "hand_lost", "stale"}
@@ -109,9 +106,9 @@ class RetargetNode(Node):
         self.pending: OperatorFrame | None = None  # newest tracker sample not yet retargeted
         self.pending_ready = threading.Condition()
 
-        self.action_pub = self.create_publisher(RobotAction, "/rynn/action", ACTION_QOS)
+        self.action_pub = self.create_publisher(RobotAction, "/rynn/action", RECORDED_STREAM_QOS)
         self.command_pub = self.create_publisher(JointState, "/rynn/command/joint_states", RELIABLE)
-        self.skeleton_pub = self.create_publisher(BimanualSkeleton, "/rynn/operator/skeleton_camera", RELIABLE)
+        self.skeleton_pub = self.create_publisher(BimanualSkeleton, "/rynn/operator/skeleton_camera", RECORDED_STREAM_QOS)
         self.status_pub = self.create_publisher(TeleopStatus, "/rynn/status", RELIABLE)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", RELIABLE)
         self.create_subscription(TFMessage, "/tf", self.on_tf, TF_QOS)

@@ -45,7 +45,7 @@ from std_msgs.msg import String
 from rynn_common.action_layout import joint_names
 from rynn_common.node_runner import run_node
 from rynn_common.pipeline_stats import PipelineStats
-from rynn_common.qos import LATCHED_QOS
+from rynn_common.qos import LATCHED_QOS, RECORDED_STREAM_QOS
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status
 from rynn_robot_bridge.bridge.camera_router import CameraRouter, FrameFormat, Routed
 from rynn_robot_bridge.bridge.commander import RobotCommander
@@ -69,11 +69,6 @@ CANONICAL_CAMERA_QOS = QoSProfile(
 # behind, the newest frame replaces a waiting one (latest wins; a live view must never show a backlog).
 CAMERA_SOURCE_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 ACTION_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)  # newest wins
-
-
-# 5 s of 200 Hz states: a reliable subscriber (the recorder) starved for seconds is repaired from this history;
-# at depth 10 (50 ms) /joint_states lost 393 messages to the recorder in a 5-min soak on the loaded machine.
-JOINT_STATES_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 
 
 class BridgeNode(Node):
@@ -109,7 +104,7 @@ class BridgeNode(Node):
 
         self.image_pub = self.create_publisher(Image, settings.image_topic, CANONICAL_CAMERA_QOS)
         self.info_pub = self.create_publisher(CameraInfo, settings.camera_info_topic, CANONICAL_CAMERA_QOS)
-        self.joint_state_pub = self.create_publisher(JointState, "/joint_states", JOINT_STATES_QOS)
+        self.joint_state_pub = self.create_publisher(JointState, "/joint_states", RECORDED_STREAM_QOS)
         self.mode_pub = self.create_publisher(String, "/rynn/mode", LATCHED_QOS)
         self.status_pub = self.create_publisher(TeleopStatus, "/rynn/status", 10)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
