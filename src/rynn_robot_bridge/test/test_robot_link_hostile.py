@@ -16,6 +16,7 @@ import lcm
 import numpy as np
 import pytest
 
+from ros_test_tools import wait_for_log
 from rynn_common.action_layout import ACTION_DIM
 from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
 from rynn_robot_bridge.lcm_protocol import MODE_HOLD, RobotState, decode_command, decode_state, encode_command, encode_state
@@ -129,6 +130,8 @@ def bridge_setup(ros_node, start_process, repo_conftest, lcm_url):
     operator = Operator(ros_node, target)
     bridge = start_bridge(start_process, lcm_url)
     try:
+        # Up first (its imports took most of the 60 s on the loaded machine), then 60 s to reach the target.
+        assert wait_for_log(bridge, r"bridge up in real mode"), repo_conftest.read_log(bridge)
         reached = repo_conftest.wait_until(lambda: np.allclose(robot.position, target, atol=1e-9), 60.0,
                                            spin=ros_node.spin_once)
         assert reached, repo_conftest.read_log(bridge)
