@@ -28,10 +28,19 @@ import time
 from pathlib import Path
 
 import numpy as np
+from bench_digital_latency import (  # also sets up sys.path
+    call,
+    launch_command,
+    machine_info,
+    start_graph,
+)
+from rynn_common.ros_names import (
+    IMAGE_TOPIC,
+    RECORDER_SERVICES,
+    SET_MODE_SERVICE,
+    TF_TOPIC,
+)
 
-from bench_digital_latency import STARTED, call, launch_command, machine_info, start_graph  # also sets up sys.path
-
-IMAGE_TOPIC = "/camera/camera/color/image_raw"
 TRACKERS = ("chest", "left_wrist", "right_wrist", "left_upper_arm", "right_upper_arm")
 
 
@@ -60,11 +69,11 @@ def record_episode(arguments: list[str], log_dir: Path, seconds: float, before_r
             sys.exit(f"no canonical camera frames; see {output}")
         if before_recording is not None:
             before_recording(node, executor)
-        started = call(executor, node.create_client(Trigger, "/rynn/recorder/start"), Trigger.Request())
+        started = call(executor, node.create_client(Trigger, RECORDER_SERVICES["start"]), Trigger.Request())
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             executor.spin_once(timeout_sec=0.05)
-        call(executor, node.create_client(Trigger, "/rynn/recorder/stop"), Trigger.Request())
+        call(executor, node.create_client(Trigger, RECORDER_SERVICES["stop"]), Trigger.Request())
     finally:
         node.destroy_node()
         rclpy.shutdown()
@@ -81,13 +90,12 @@ def read_bag(bag: Path) -> tuple[np.ndarray, np.ndarray, list]:
     """(tracker sample stamps [s], (N, 15) tracker translations, camera frames [(stamp, rgb)])."""
     from rosbags.highlevel import AnyReader
     from rosbags.typesys import Stores, get_typestore
-
     from rynn_robot_bridge.ros_camera import image_to_rgb
 
     names = {f"operator_{n}": i for i, n in enumerate(TRACKERS)}
     stamps, poses, frames = [], [], []
     with AnyReader([bag], default_typestore=get_typestore(Stores.ROS2_JAZZY)) as reader:
-        connections = [c for c in reader.connections if c.topic in ("/tf", IMAGE_TOPIC)]
+        connections = [c for c in reader.connections if c.topic in (TF_TOPIC, IMAGE_TOPIC)]
         for connection, _, raw in reader.messages(connections=connections):
             msg = reader.deserialize(raw, connection.msgtype)
             if connection.topic == IMAGE_TOPIC:
@@ -110,8 +118,9 @@ def wait_for_pass_start(first_pose: np.ndarray):
     switches the graph to digital (the world model anchors on its reference image there)."""
 
     def wait(node, executor):
-        from rynn_teleop_msgs.srv import SetMode
         from tf2_msgs.msg import TFMessage
+
+        from rynn_teleop_msgs.srv import SetMode
 
         seen = []
 
@@ -120,12 +129,12 @@ def wait_for_pass_start(first_pose: np.ndarray):
             if "operator_chest" in pose:
                 seen.append(np.array([c for n in TRACKERS for p in [pose[f"operator_{n}"]] for c in (p.x, p.y, p.z)]))
 
-        node.create_subscription(TFMessage, "/tf", on_tf, 100)
+        node.create_subscription(TFMessage, TF_TOPIC, on_tf, 100)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             executor.spin_once(timeout_sec=0.01)
             if seen and np.abs(seen[-1] - first_pose).max() < 1e-9:
-                switched = call(executor, node.create_client(SetMode, "/rynn/set_mode"), SetMode.Request(mode=SetMode.Request.MODE_DIGITAL))
+                switched = call(executor, node.create_client(SetMode, SET_MODE_SERVICE), SetMode.Request(mode=SetMode.Request.MODE_DIGITAL))
                 print(f"replay pass started: set_mode digital {switched.success} {switched.message}", flush=True)
                 return
             seen.clear()
@@ -148,7 +157,6 @@ def main() -> None:
     options = parser.parse_args()
 
     import cv2
-
     from rynn_world.evaluation.metrics import psnr, ssim
     from rynn_world.image_input import to_model_rgb
     from rynn_world.model.configs import get_config

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rynn_common.ros_names import ACTION_TOPIC, CAMERA_FRAME, IMAGE_TOPIC, REAL_IMAGE_TOPIC, STATUS_TOPIC
+
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = [REPO / "src" / p for p in ("rynn_common", "rynn_retarget", "rynn_world_node", "rynn_robot_bridge")]
 sys.path[:0] = [str(p) for p in SOURCES]
@@ -41,9 +43,7 @@ os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
 
 WIDTH, HEIGHT, FPS = 640, 480, 30.0
-PRIVATE_TOPIC = "/rynn/real/camera/color/image_raw"
 DIRECT_TOPIC = "/bench/direct/camera/color/image_raw"
-CANONICAL_TOPIC = "/camera/camera/color/image_raw"
 
 
 def camera_qos():
@@ -61,13 +61,13 @@ def run_camera_publisher() -> None:
 
     rclpy.init()
     node = rclpy.create_node("bench_camera")
-    to_bridge = node.create_publisher(Image, PRIVATE_TOPIC, camera_qos())
+    to_bridge = node.create_publisher(Image, REAL_IMAGE_TOPIC, camera_qos())
     direct = node.create_publisher(Image, DIRECT_TOPIC, camera_qos())
     pixels = np.random.default_rng(0).integers(0, 256, (HEIGHT, WIDTH, 3), dtype=np.uint8).tobytes()
     count = [0]
 
     def publish():
-        image = Image(header=Header(stamp=node.get_clock().now().to_msg(), frame_id="camera_color_optical_frame"),
+        image = Image(header=Header(stamp=node.get_clock().now().to_msg(), frame_id=CAMERA_FRAME),
                       height=HEIGHT, width=WIDTH, encoding="rgb8", step=WIDTH * 3)
         image.data = pixels
         count[0] += 1
@@ -202,12 +202,12 @@ def main() -> None:
 
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
+    from rynn_teleop_msgs.msg import RobotAction, TeleopStatus
     from sensor_msgs.msg import Image
 
     from rynn_common.action_layout import ACTION_DIM
     from rynn_common.ros_conversions import make_robot_action
     from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
-    from rynn_teleop_msgs.msg import RobotAction, TeleopStatus
 
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([*map(str, SOURCES), os.environ.get("PYTHONPATH", "")]))
     url = f"udpm://239.255.76.67:{7600 + int(os.environ['ROS_DOMAIN_ID'])}?ttl=0"
@@ -229,10 +229,10 @@ def main() -> None:
         return lambda msg: latencies[path].append((node.get_clock().now().nanoseconds - (msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec)) * 1e-9)
 
     node.create_subscription(Image, DIRECT_TOPIC, on_image("direct"), camera_qos())
-    node.create_subscription(Image, CANONICAL_TOPIC, on_image("bridge"), camera_qos())
+    node.create_subscription(Image, IMAGE_TOPIC, on_image("bridge"), camera_qos())
     statuses: list = []
-    node.create_subscription(TeleopStatus, "/rynn/status", statuses.append, 10)
-    action_pub = node.create_publisher(RobotAction, "/rynn/action", 10)
+    node.create_subscription(TeleopStatus, STATUS_TOPIC, statuses.append, 10)
+    action_pub = node.create_publisher(RobotAction, ACTION_TOPIC, 10)
     hold_pose = joint_limits_from_urdf().clamp(np.zeros(ACTION_DIM))
     node.create_timer(0.01, lambda: action_pub.publish(make_robot_action(hold_pose, time.time())))
 

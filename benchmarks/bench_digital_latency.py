@@ -39,6 +39,8 @@ from pathlib import Path
 import numpy as np
 import psutil
 
+from rynn_common.ros_names import ACTION_TOPIC, DIAGNOSTICS_TOPIC, IMAGE_TOPIC, RECORDER_SERVICES, SET_MODE_SERVICE, STATUS_TOPIC
+
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = [REPO / "src" / p for p in ("rynn_common", "rynn_retarget", "rynn_world_node", "rynn_robot_bridge")]
 sys.path[:0] = [str(p) for p in SOURCES]
@@ -124,8 +126,8 @@ class CanonicalProbe:
     """The independent subscriber: canonical frames (arrival - stamp), /rynn/action arrivals, node status."""
 
     def __init__(self, node):
-        from rclpy.qos import QoSProfile, ReliabilityPolicy
         from diagnostic_msgs.msg import DiagnosticArray
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
         from rynn_teleop_msgs.msg import RobotAction, TeleopStatus
         from sensor_msgs.msg import Image
 
@@ -135,12 +137,12 @@ class CanonicalProbe:
         self.bridge_counters: dict[str, str] = {}  # the bridge's rejected.*/dropped.* counters (/diagnostics)
         self.frames_seen = 0
         self.measuring = False
-        node.create_subscription(Image, "/camera/camera/color/image_raw", self._on_image,
+        node.create_subscription(Image, IMAGE_TOPIC, self._on_image,
                                  QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE))
-        node.create_subscription(RobotAction, "/rynn/action", self._on_action,
+        node.create_subscription(RobotAction, ACTION_TOPIC, self._on_action,
                                  QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE))
-        node.create_subscription(TeleopStatus, "/rynn/status", lambda msg: self.status.__setitem__(msg.source, msg), 20)
-        node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 20)
+        node.create_subscription(TeleopStatus, STATUS_TOPIC, lambda msg: self.status.__setitem__(msg.source, msg), 20)
+        node.create_subscription(DiagnosticArray, DIAGNOSTICS_TOPIC, self._on_diagnostics, 20)
 
     def _on_diagnostics(self, msg) -> None:
         for status in msg.status:
@@ -255,7 +257,7 @@ def main() -> None:
         try:
             probe = CanonicalProbe(node)
             cpu = CpuMeter(processes)
-            recording = call(executor, node.create_client(Trigger, "/rynn/recorder/start"), Trigger.Request())
+            recording = call(executor, node.create_client(Trigger, RECORDER_SERVICES["start"]), Trigger.Request())
             print(f"recorder: {recording.message}", flush=True)
             deadline = time.monotonic() + 180
             while probe.frames_seen == 0 and time.monotonic() < deadline:
@@ -263,10 +265,10 @@ def main() -> None:
             if probe.frames_seen == 0:
                 sys.exit(f"no canonical frames; see {output}")
             windows.append(measure("digital", probe, executor, cpu, options))
-            switched = call(executor, node.create_client(SetMode, "/rynn/set_mode"), SetMode.Request(mode=SetMode.Request.MODE_REAL))
+            switched = call(executor, node.create_client(SetMode, SET_MODE_SERVICE), SetMode.Request(mode=SetMode.Request.MODE_REAL))
             print(f"set_mode real: {switched.success} {switched.message}", flush=True)
             windows.append(measure("real", probe, executor, cpu, options))
-            call(executor, node.create_client(Trigger, "/rynn/recorder/stop"), Trigger.Request())
+            call(executor, node.create_client(Trigger, RECORDER_SERVICES["stop"]), Trigger.Request())
         finally:
             node.destroy_node()
             rclpy.shutdown()

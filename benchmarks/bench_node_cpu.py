@@ -27,7 +27,15 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_digital_latency import NOT_BUDGETED, STARTED, call, launch_command, machine_info, start_graph  # noqa: E402
+from bench_digital_latency import (  # noqa: E402
+    NOT_BUDGETED,
+    STARTED,
+    call,
+    launch_command,
+    machine_info,
+    start_graph,
+)
+from rynn_common.ros_names import ACTION_TOPIC, RECORDER_SERVICES
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -81,8 +89,9 @@ def main() -> None:
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSProfile, ReliabilityPolicy
-    from rynn_teleop_msgs.msg import RobotAction
     from std_srvs.srv import Trigger
+
+    from rynn_teleop_msgs.msg import RobotAction
 
     with tempfile.TemporaryDirectory(prefix="bench_node_cpu_") as tmp:
         log_dir = Path(tmp)
@@ -97,10 +106,10 @@ def main() -> None:
         executor = SingleThreadedExecutor()
         executor.add_node(node)
         actions = []
-        node.create_subscription(RobotAction, "/rynn/action", lambda _msg: actions.append(time.monotonic()),
+        node.create_subscription(RobotAction, ACTION_TOPIC, lambda _msg: actions.append(time.monotonic()),
                                  QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
         try:
-            started = call(executor, node.create_client(Trigger, "/rynn/recorder/start"), Trigger.Request())
+            started = call(executor, node.create_client(Trigger, RECORDER_SERVICES["start"]), Trigger.Request())
             print(f"recorder: {started.message}", flush=True)
             end = time.monotonic() + options.warmup
             while time.monotonic() < end:
@@ -114,7 +123,7 @@ def main() -> None:
                 executor.spin_once(timeout_sec=0.05)
             elapsed = time.monotonic() - window_start
             used = {name: cpu_seconds(pid) - before[name] for name, pid in processes.items()}
-            call(executor, node.create_client(Trigger, "/rynn/recorder/stop"), Trigger.Request())
+            call(executor, node.create_client(Trigger, RECORDER_SERVICES["stop"]), Trigger.Request())
             if profiler is not None:
                 _, errors = profiler.communicate(timeout=options.seconds + 60)
                 if profiler.returncode != 0:

@@ -24,6 +24,7 @@ import numpy as np
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src" / p) for p in ("rynn_common", "rynn_retarget")]  # noqa
 
+from rynn_common.ros_names import ACTION_TOPIC
 from rynn_retarget.config import load_retarget_config  # noqa: E402
 from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig  # noqa: E402
 from rynn_retarget.pipeline import RetargetPipeline  # noqa: E402
@@ -80,7 +81,7 @@ def node_graph(seconds: float, layout: str) -> None:
     node = rclpy.create_node("bench_retarget_loop", context=context)
     stamps = []
     node.create_subscription(
-        RobotAction, "/rynn/action",
+        RobotAction, ACTION_TOPIC,
         lambda m: stamps.append(m.header.stamp.sec + m.header.stamp.nanosec * 1e-9),
         QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE),
     )

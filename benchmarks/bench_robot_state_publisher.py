@@ -26,6 +26,7 @@ import numpy as np  # noqa: E402
 
 from rynn_common.action_layout import joint_names  # noqa: E402
 from rynn_common.description import default_urdf_path  # noqa: E402
+from rynn_common.ros_names import JOINT_STATES_TOPIC, TF_TOPIC
 from rynn_robot_bridge.robot_state import RobotStatePublisherCore  # noqa: E402
 
 
@@ -60,8 +61,8 @@ def node_figures(seconds: float, rate_hz: float) -> None:
     rclpy.init()
     node = rclpy.create_node("bench_robot_state_publisher")
     received = []
-    node.create_subscription(TFMessage, "/tf", received.append, 100)
-    publisher = node.create_publisher(JointState, "/joint_states", 10)
+    node.create_subscription(TFMessage, TF_TOPIC, received.append, 100)
+    publisher = node.create_publisher(JointState, JOINT_STATES_TOPIC, 10)
     try:
         deadline = time.monotonic() + 60
         while publisher.get_subscription_count() == 0 and time.monotonic() < deadline:

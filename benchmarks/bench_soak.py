@@ -37,8 +37,21 @@ from pathlib import Path
 
 import numpy as np
 import psutil
-
-from bench_digital_latency import STARTED, call, free_lcm_url, machine_info, spin_for, start_graph  # sources first on sys.path
+from bench_digital_latency import (  # sources first on sys.path
+    STARTED,
+    call,
+    free_lcm_url,
+    machine_info,
+    spin_for,
+    start_graph,
+)
+from rynn_common.ros_names import (
+    ACTION_TOPIC,
+    DIAGNOSTICS_TOPIC,
+    RECORDER_SERVICES,
+    SET_MODE_SERVICE,
+    TF_TOPIC,
+)
 from rynn_world.launcher.graph import load_graph  # noqa: E402  (from the sources, as the nodes it starts)
 
 ONE_DAY_NS = 86_400 * 10**9
@@ -82,6 +95,7 @@ class Observer:
         from diagnostic_msgs.msg import DiagnosticArray
         from rclpy.executors import SingleThreadedExecutor
         from rclpy.qos import QoSProfile, ReliabilityPolicy
+
         from rynn_teleop_msgs.msg import RobotAction
 
         self.node = node = rclpy.create_node("bench_soak_observer")
@@ -93,8 +107,8 @@ class Observer:
         self.producer_restarts = 0
         self.counters: dict[str, dict[str, int]] = {}  # node -> "rejected.x"/"dropped.x" -> count
         reliable = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
-        node.create_subscription(RobotAction, "/rynn/action", self._on_action, reliable)
-        node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, reliable)
+        node.create_subscription(RobotAction, ACTION_TOPIC, self._on_action, reliable)
+        node.create_subscription(DiagnosticArray, DIAGNOSTICS_TOPIC, self._on_diagnostics, reliable)
         self.thread = threading.Thread(target=self._spin, daemon=True)
         self.thread.start()
 
@@ -132,15 +146,16 @@ class FaultInjector:
     def __init__(self, node, executor, observer: Observer, lcm_url: str, launcher_output: Path):
         import lcm
         from rclpy.qos import QoSProfile, ReliabilityPolicy
-        from rynn_teleop_msgs.msg import RobotAction
         from tf2_msgs.msg import TFMessage
+
+        from rynn_teleop_msgs.msg import RobotAction
 
         self.node, self.executor, self.observer, self.output = node, executor, observer, launcher_output
         reliable = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-        self.tf_pub = node.create_publisher(TFMessage, "/tf", reliable)
-        self.action_pub = node.create_publisher(RobotAction, "/rynn/action", reliable)
+        self.tf_pub = node.create_publisher(TFMessage, TF_TOPIC, reliable)
+        self.action_pub = node.create_publisher(RobotAction, ACTION_TOPIC, reliable)
         self.latest_tf = None
-        node.create_subscription(TFMessage, "/tf", self._on_tf, 1)  # only the newest sample is a template
+        node.create_subscription(TFMessage, TF_TOPIC, self._on_tf, 1)  # only the newest sample is a template
         self.lcm = lcm.LCM(lcm_url)
         self.injected: Counter = Counter()
 
@@ -268,7 +283,6 @@ def read_back(bags: Path, summaries: dict[str, dict]) -> tuple[list[str], Counte
     """Every bag opens with rosbags and holds what the recorder says it wrote; returns the failures
     and, per episode, the /rynn/action sequence gaps inside the bag (what never reached it)."""
     from rosbags.rosbag2 import Reader
-
     from rynn_robot_bridge.episodes.bag_writer import make_typestore
     from rynn_robot_bridge.recording.metadata import SIDECAR_NAME
 
@@ -281,7 +295,7 @@ def read_back(bags: Path, summaries: dict[str, dict]) -> tuple[list[str], Counte
                 counts, last = Counter(), {}
                 for connection, _, raw in reader.messages():
                     counts[connection.topic] += 1
-                    if connection.topic == "/rynn/action":
+                    if connection.topic == ACTION_TOPIC:
                         gaps[episode.name] += action_gaps(store, raw, connection.msgtype, last)
         except Exception as error:  # any failure to read back is what this check is for
             failures.append(f"{episode.name}: does not read back ({error})")
@@ -315,7 +329,7 @@ def lost_report(summaries: dict[str, dict], observer: Observer, bag_gaps: Counte
               f"  (unflushed at a recorder kill: {cut[topic]})")
         if lost[topic] or failed[topic]:
             failures.append(f"{topic}: {lost[topic]} lost, {failed[topic]} failed")
-    reported = sum(summary.get("topics", {}).get("/rynn/action", {}).get("lost", 0) for summary in summaries.values())
+    reported = sum(summary.get("topics", {}).get(ACTION_TOPIC, {}).get("lost", 0) for summary in summaries.values())
     print(f"  /rynn/action in the bags: {sum(bag_gaps.values())} sequence gaps (the recorder reported {reported} lost)")
     if sum(bag_gaps.values()) > reported:  # a KEEP_LAST reader queue overflows without any lost event
         failures.append(f"/rynn/action: {sum(bag_gaps.values()) - reported} missing from the bags unreported")
@@ -343,8 +357,9 @@ def main() -> int:
 
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
-    from rynn_teleop_msgs.srv import SetMode
     from std_srvs.srv import Trigger
+
+    from rynn_teleop_msgs.srv import SetMode
 
     rng = random.Random(options.seed)
     schedule = fault_schedule(rng)
@@ -363,8 +378,8 @@ def main() -> int:
     observer = Observer()
     faults = FaultInjector(node, executor, observer, lcm_url, output)
     resources = ResourceLog(output)
-    clients = {verb: node.create_client(Trigger, f"/rynn/recorder/{verb}") for verb in ("start", "stop")}
-    set_mode = node.create_client(SetMode, "/rynn/set_mode")
+    clients = {verb: node.create_client(Trigger, RECORDER_SERVICES[verb]) for verb in ("start", "stop")}
+    set_mode = node.create_client(SetMode, SET_MODE_SERVICE)
     summaries: dict[str, dict] = {}
     failures: list[str] = []
     switches = Counter()

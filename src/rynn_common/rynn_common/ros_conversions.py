@@ -16,6 +16,7 @@ from std_msgs.msg import Header
 
 from rynn_common.action_layout import validate_action
 from rynn_common.pipeline_stats import PipelineStats
+from rynn_common.ros_names import BASE_FRAME
 
 NUM_HAND_JOINTS = 21
 SIDE_CODES = {"left": HandSkeleton.LEFT, "right": HandSkeleton.RIGHT}
@@ -38,7 +39,7 @@ def make_header(stamp: Time | float, frame_id: str) -> Header:
 
 
 def make_robot_action(
-    positions, stamp: Time | float, frame_id: str = "base_link", sequence: int = 0
+    positions, stamp: Time | float, frame_id: str = BASE_FRAME, sequence: int = 0
 ) -> RobotAction:
     """A RobotAction from a 54-D joint vector; ``ValueError`` on wrong size or NaN/inf."""
     msg = RobotAction(header=make_header(stamp, frame_id), sequence=int(sequence))

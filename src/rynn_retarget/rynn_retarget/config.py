@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from rynn_common.config_io import from_dict, load_yaml
+from rynn_common.ros_names import CAMERA_FRAME
 from rynn_retarget.input_guard import InputGuardConfig
 from rynn_retarget.kinematics.arm_ik import ArmIkConfig
 from rynn_retarget.kinematics.calibration import Calibration, load_calibration
@@ -23,7 +24,7 @@ from rynn_retarget.smoothing import SmoothingConfig
 @dataclass
 class RetargetConfig:
     urdf_path: str = ""  # empty: the packaged rynn_bimanual.urdf
-    camera_frame: str = "camera_color_optical_frame"
+    camera_frame: str = CAMERA_FRAME
     # Rotation from the chest-tracker axes to base_link axes (rotation part of T_base).
     base_rotation: list = field(default_factory=lambda: np.eye(3).tolist())
     neutral_arm_left: tuple = (-0.4, -0.05, 0.0, -1.5, -1.5, 0.0, 0.0)

@@ -14,14 +14,12 @@ from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
 
 from rynn_common.description import CameraIntrinsics
+from rynn_common.ros_names import CAMERA_FRAME
 from rynn_robot_bridge.image_layout import IMAGE_CHANNELS, image_layout_problem
 
 # RELIABLE like realsense2_camera's default: matches both reliable and best-effort subscribers.
 CAMERA_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE,
                         history=HistoryPolicy.KEEP_LAST, depth=5)
-IMAGE_TOPIC = "/camera/camera/color/image_raw"
-CAMERA_INFO_TOPIC = "/camera/camera/color/camera_info"
-CAMERA_FRAME = "camera_color_optical_frame"
 
 
 def make_image(rgb: np.ndarray, stamp: Time, frame_id: str = CAMERA_FRAME) -> Image:

@@ -16,7 +16,7 @@ from rynn_common.action_layout import joint_names
 from rynn_robot_bridge.export.bag_episode import EpisodeExportError, find_bags, load_episode
 from rynn_robot_bridge.export.lerobot import IMAGE_KEY, export
 from rynn_robot_bridge.recording.metadata import file_sha256
-from recorded_bags import HEIGHT, SECOND, WIDTH, BagBuilder
+from recorded_bags import HEIGHT, WIDTH, BagBuilder
 from ros_test_tools import node_env
 
 

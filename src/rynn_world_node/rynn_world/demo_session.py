@@ -19,6 +19,7 @@ from std_srvs.srv import Trigger
 from tqdm import tqdm
 
 from rynn_common.qos import LATCHED_QOS
+from rynn_common.ros_names import IMAGE_TOPIC, MODE_TOPIC, RECORDER_SERVICES, SET_MODE_SERVICE, STATUS_TOPIC
 
 MODE_CODES = {"real": SetMode.Request.MODE_REAL, "digital": SetMode.Request.MODE_DIGITAL}
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -32,12 +33,12 @@ class DemoSession:
         self.mode: str | None = None
         self.camera_frames = 0
         self.latencies: dict[str, float] = {}  # "<source>/<stage>" -> latest p50 [s]
-        self.node.create_subscription(Image, "/camera/camera/color/image_raw", self._on_image, RELIABLE)
-        self.node.create_subscription(String, "/rynn/mode", self._on_mode, LATCHED_QOS)
-        self.node.create_subscription(TeleopStatus, "/rynn/status", self._on_status, RELIABLE)
-        self.set_mode = self.node.create_client(SetMode, "/rynn/set_mode")
-        self.start = self.node.create_client(Trigger, "/rynn/recorder/start")
-        self.stop = self.node.create_client(Trigger, "/rynn/recorder/stop")
+        self.node.create_subscription(Image, IMAGE_TOPIC, self._on_image, RELIABLE)
+        self.node.create_subscription(String, MODE_TOPIC, self._on_mode, LATCHED_QOS)
+        self.node.create_subscription(TeleopStatus, STATUS_TOPIC, self._on_status, RELIABLE)
+        self.set_mode = self.node.create_client(SetMode, SET_MODE_SERVICE)
+        self.start = self.node.create_client(Trigger, RECORDER_SERVICES["start"])
+        self.stop = self.node.create_client(Trigger, RECORDER_SERVICES["stop"])
         self.recorder_parameters = self.node.create_client(SetParameters, "/rynn_recorder/set_parameters")
 
     def _on_image(self, _msg: Image) -> None:

@@ -23,6 +23,7 @@ import numpy as np
 
 from rynn_common.description.camera import CAMERA_MOUNT_PITCH, CAMERA_MOUNT_XYZ
 from rynn_common.description.wuji_hand_spec import HAND_JOINTS, LINK_MASS
+from rynn_common.ros_names import BASE_FRAME, CAMERA_FRAME
 
 OUTPUT = Path(__file__).with_name("rynn_bimanual.urdf")
 
@@ -243,18 +244,18 @@ def add_camera(urdf: UrdfWriter) -> None:
     urdf.box_link("camera_link", (0.025, 0.09, 0.025), (0.0, 0.0, 0.0), 0.072, "0.1 0.1 0.1 1")
     head_to_camera = np.subtract(CAMERA_MOUNT_XYZ, (0.0, 0.0, TORSO_HEIGHT + 0.14))  # both in torso_link
     urdf.joint("camera_fixed", "fixed", "head_link", "camera_link", head_to_camera, (0.0, CAMERA_MOUNT_PITCH, 0.0))
-    urdf.frame_link("camera_color_optical_frame")
+    urdf.frame_link(CAMERA_FRAME)
     urdf.joint(
-        "camera_color_optical_fixed", "fixed", "camera_link", "camera_color_optical_frame",
+        "camera_color_optical_fixed", "fixed", "camera_link", CAMERA_FRAME,
         (0.0, 0.0, 0.0), (-math.pi / 2, 0.0, -math.pi / 2),
     )
 
 
 def build() -> str:
     urdf = UrdfWriter("rynn_bimanual")
-    urdf.frame_link("base_link")
+    urdf.frame_link(BASE_FRAME)
     urdf.box_link("torso_link", (0.16, 0.30, TORSO_HEIGHT), (-0.04, 0.0, TORSO_HEIGHT / 2), 12.0, BODY_RGBA)
-    urdf.joint("torso_fixed", "fixed", "base_link", "torso_link", (-0.10, 0.0, 0.0))
+    urdf.joint("torso_fixed", "fixed", BASE_FRAME, "torso_link", (-0.10, 0.0, 0.0))
     for side in ("left", "right"):
         add_arm(urdf, side)
     add_camera(urdf)

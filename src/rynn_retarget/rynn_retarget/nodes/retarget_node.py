@@ -29,20 +29,9 @@ import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from rynn_teleop_msgs.msg import BimanualSkeleton, RobotAction, TeleopStatus
-from sensor_msgs.msg import JointState
-from std_srvs.srv import Trigger
-from tf2_msgs.msg import TFMessage
-
 from rynn_common.action_layout import joint_names
-from rynn_retarget.config import load_retarget_config
 from rynn_common.config_paths import find_config
-from rynn_retarget.input_guard import StampBound
-from rynn_retarget.kinematics.calibration import save_calibration
-from rynn_retarget.kinematics.transforms import matrix_from_transform
 from rynn_common.node_runner import run_node
-from rynn_retarget.operator.frame import HANDS_TOPIC, TRACKER_NAMES, HandSkeleton, OperatorFrame
-from rynn_retarget.pipeline import RetargetPipeline
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.qos import RECORDED_STREAM_QOS, TF_QOS
 from rynn_common.ros_conversions import (
@@ -52,7 +41,28 @@ from rynn_common.ros_conversions import (
     make_teleop_status,
     seconds_from_time,
 )
+from rynn_common.ros_names import (
+    ACTION_TOPIC,
+    BASE_FRAME,
+    CAMERA_SKELETON_TOPIC,
+    COMMAND_JOINT_STATES_TOPIC,
+    DIAGNOSTICS_TOPIC,
+    HANDS_TOPIC,
+    STATUS_TOPIC,
+    TF_TOPIC,
+)
 from rynn_common.skeleton_arrays import bimanual_skeleton_to_arrays
+from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
+from tf2_msgs.msg import TFMessage
+
+from rynn_retarget.config import load_retarget_config
+from rynn_retarget.input_guard import StampBound
+from rynn_retarget.kinematics.calibration import save_calibration
+from rynn_retarget.kinematics.transforms import matrix_from_transform
+from rynn_retarget.operator.frame import TRACKER_NAMES, HandSkeleton, OperatorFrame
+from rynn_retarget.pipeline import RetargetPipeline
+from rynn_teleop_msgs.msg import BimanualSkeleton, RobotAction, TeleopStatus
 
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 SIDES = ("left", "right")
@@ -106,12 +116,12 @@ class RetargetNode(Node):
         self.pending: OperatorFrame | None = None  # newest tracker sample not yet retargeted
         self.pending_ready = threading.Condition()
 
-        self.action_pub = self.create_publisher(RobotAction, "/rynn/action", RECORDED_STREAM_QOS)
-        self.command_pub = self.create_publisher(JointState, "/rynn/command/joint_states", RELIABLE)
-        self.skeleton_pub = self.create_publisher(BimanualSkeleton, "/rynn/operator/skeleton_camera", RECORDED_STREAM_QOS)
-        self.status_pub = self.create_publisher(TeleopStatus, "/rynn/status", RELIABLE)
-        self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", RELIABLE)
-        self.create_subscription(TFMessage, "/tf", self.on_tf, TF_QOS)
+        self.action_pub = self.create_publisher(RobotAction, ACTION_TOPIC, RECORDED_STREAM_QOS)
+        self.command_pub = self.create_publisher(JointState, COMMAND_JOINT_STATES_TOPIC, RELIABLE)
+        self.skeleton_pub = self.create_publisher(BimanualSkeleton, CAMERA_SKELETON_TOPIC, RECORDED_STREAM_QOS)
+        self.status_pub = self.create_publisher(TeleopStatus, STATUS_TOPIC, RELIABLE)
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, RELIABLE)
+        self.create_subscription(TFMessage, TF_TOPIC, self.on_tf, TF_QOS)
         self.create_subscription(BimanualSkeleton, self.get_parameter("hands_topic").value, self.on_hands, RELIABLE)
         self.create_service(Trigger, "~/calibrate", self.on_calibrate)
         self.create_timer(1.0 / float(self.get_parameter("status_rate_hz").value), self.publish_status)
@@ -257,7 +267,7 @@ class RetargetNode(Node):
     def publish_command(self, position: np.ndarray, velocity: np.ndarray) -> None:
         stamp = self.get_clock().now().to_msg()
         try:
-            action = make_robot_action(position, stamp, "base_link", self.sequence)
+            action = make_robot_action(position, stamp, BASE_FRAME, self.sequence)
         except ValueError as error:  # the smoother never yields NaN; this guards the invariant
             self.stats.reject("invalid_command")
             self.get_logger().error(f"not publishing an invalid command: {error}", throttle_duration_sec=1.0)

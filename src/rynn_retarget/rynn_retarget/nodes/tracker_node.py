@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 from geometry_msgs.msg import Quaternion, Transform, TransformStamped, Vector3
+from rynn_common.node_runner import run_node
+from rynn_common.qos import TF_QOS
+from rynn_common.ros_names import TF_TOPIC
 from std_msgs.msg import Header
 from tf2_msgs.msg import TFMessage
 from transforms3d.quaternions import mat2quat
 
-from rynn_common.node_runner import run_node
-from rynn_common.qos import TF_QOS
 from rynn_retarget.nodes.operator_input import OperatorInputNode
 from rynn_retarget.operator.frame import TRACKER_NAMES, OperatorFrame
 
@@ -39,7 +40,7 @@ class TrackerNode(OperatorInputNode):
         self.settings.openvr_serials = dict(
             entry.split(":", 1) for entry in self.get_parameter("openvr.serials").value if entry.split(":", 1)[1]
         )
-        self.publisher = self.create_publisher(TFMessage, "/tf", TF_QOS)
+        self.publisher = self.create_publisher(TFMessage, TF_TOPIC, TF_QOS)
         self.start_feed()
         self.get_logger().info(
             f"publishing {len(TRACKER_NAMES)} trackers from source '{self.settings.kind}' at "

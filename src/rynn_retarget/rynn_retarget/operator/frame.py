@@ -20,7 +20,6 @@ import numpy as np
 
 TRACKER_NAMES = ("chest", "left_wrist", "right_wrist", "left_upper_arm", "right_upper_arm")
 HAND_POINTS = 21
-HANDS_TOPIC = "/rynn/operator/hands"  # the glove node's BimanualSkeleton (wrist-relative hands)
 
 
 @dataclass

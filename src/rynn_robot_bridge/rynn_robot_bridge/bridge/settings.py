@@ -12,6 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rynn_common.config_io import from_dict, load_yaml
+from rynn_common.ros_names import (
+    CAMERA_FRAME,
+    CAMERA_INFO_TOPIC,
+    DIGITAL_CAMERA_INFO_TOPIC,
+    DIGITAL_IMAGE_TOPIC,
+    IMAGE_TOPIC,
+    REAL_CAMERA_INFO_TOPIC,
+    REAL_IMAGE_TOPIC,
+)
 from rynn_robot_bridge.bridge.transition import TransitionLimits
 
 CONFIG_ENV = "RYNN_BRIDGE_CONFIG"
@@ -32,16 +41,16 @@ class BridgeSettings:
     velocity_scale: float = 1.0  # fraction of the URDF velocity limits allowed per command step
     joint_state_rate_hz: float = 100.0
     status_rate_hz: float = 10.0
-    image_topic: str = "/camera/camera/color/image_raw"
-    camera_info_topic: str = "/camera/camera/color/camera_info"
-    real_image_topic: str = "/rynn/real/camera/color/image_raw"
-    real_camera_info_topic: str = "/rynn/real/camera/color/camera_info"
-    digital_image_topic: str = "/rynn/digital/camera/color/image_raw"
-    digital_camera_info_topic: str = "/rynn/digital/camera/color/camera_info"
+    image_topic: str = IMAGE_TOPIC
+    camera_info_topic: str = CAMERA_INFO_TOPIC
+    real_image_topic: str = REAL_IMAGE_TOPIC
+    real_camera_info_topic: str = REAL_CAMERA_INFO_TOPIC
+    digital_image_topic: str = DIGITAL_IMAGE_TOPIC
+    digital_camera_info_topic: str = DIGITAL_CAMERA_INFO_TOPIC
     camera_encoding: str = "rgb8"
     camera_width: int = 640
     camera_height: int = 480
-    camera_frame_id: str = "camera_color_optical_frame"
+    camera_frame_id: str = CAMERA_FRAME
     transition: TransitionLimits = field(default_factory=TransitionLimits)
 
 

@@ -17,17 +17,27 @@ import numpy as np
 
 from rynn_common.action_layout import joint_names
 from rynn_common.description import CameraIntrinsics
+from rynn_common.ros_names import (
+    ACTION_TOPIC,
+    BASE_FRAME,
+    CAMERA_FRAME,
+    CAMERA_INFO_TOPIC,
+    CAMERA_SKELETON_TOPIC,
+    EPISODE_TOPIC,
+    IMAGE_TOPIC,
+    JOINT_STATES_TOPIC,
+    REFERENCE_IMAGE_TOPIC,
+)
 from rynn_robot_bridge.recording.rosbag2_mcap import LATCHED_QOS, OfferedQos, Rosbag2McapWriter, make_typestore
 
-CAMERA_FRAME = "camera_color_optical_frame"
 TOPICS = {
-    "image": ("/camera/camera/color/image_raw", "sensor_msgs/msg/Image"),
-    "camera_info": ("/camera/camera/color/camera_info", "sensor_msgs/msg/CameraInfo"),
-    "reference_image": ("/rynn/reference_image", "sensor_msgs/msg/Image"),
-    "skeleton": ("/rynn/operator/skeleton_camera", "rynn_teleop_msgs/msg/BimanualSkeleton"),
-    "action": ("/rynn/action", "rynn_teleop_msgs/msg/RobotAction"),
-    "joint_states": ("/joint_states", "sensor_msgs/msg/JointState"),
-    "episode": ("/rynn/episode", "std_msgs/msg/String"),
+    "image": (IMAGE_TOPIC, "sensor_msgs/msg/Image"),
+    "camera_info": (CAMERA_INFO_TOPIC, "sensor_msgs/msg/CameraInfo"),
+    "reference_image": (REFERENCE_IMAGE_TOPIC, "sensor_msgs/msg/Image"),
+    "skeleton": (CAMERA_SKELETON_TOPIC, "rynn_teleop_msgs/msg/BimanualSkeleton"),
+    "action": (ACTION_TOPIC, "rynn_teleop_msgs/msg/RobotAction"),
+    "joint_states": (JOINT_STATES_TOPIC, "sensor_msgs/msg/JointState"),
+    "episode": (EPISODE_TOPIC, "std_msgs/msg/String"),
 }
 # What the live graph's publishers offer (bridge: canonical camera depth 2, /joint_states depth 10;
 # retarget node: reliable depth 10); one-off messages are latched.
@@ -112,7 +122,7 @@ class EpisodeBagWriter:
     def write_action(self, positions: np.ndarray, stamp_ns: int) -> None:
         self._action_sequence += 1
         msg = self.types["rynn_teleop_msgs/msg/RobotAction"](
-            header=self._header(stamp_ns, "base_link"), positions=np.asarray(positions, dtype=np.float64),
+            header=self._header(stamp_ns, BASE_FRAME), positions=np.asarray(positions, dtype=np.float64),
             sequence=self._action_sequence,
         )
         self._write("action", msg, stamp_ns)

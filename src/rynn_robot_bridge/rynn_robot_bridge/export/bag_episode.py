@@ -21,6 +21,7 @@ from rosbags.rosbag2 import Reader
 
 from rynn_common.action_layout import ACTION_DIM, joint_names
 from rynn_common.description import CameraIntrinsics
+from rynn_common.ros_names import ACTION_TOPIC, CAMERA_INFO_TOPIC, CAMERA_SKELETON_TOPIC, IMAGE_TOPIC, JOINT_STATES_TOPIC, MODE_TOPIC
 from rynn_common.skeleton_arrays import bimanual_skeleton_to_arrays
 from rynn_robot_bridge.episodes.bag_writer import make_typestore
 from rynn_robot_bridge.recording.metadata import file_sha256
@@ -35,12 +36,12 @@ class EpisodeExportError(ValueError):
 
 @dataclass(frozen=True)
 class ExportTopics:
-    image: str = "/camera/camera/color/image_raw"
-    camera_info: str = "/camera/camera/color/camera_info"
-    joint_states: str = "/joint_states"
-    action: str = "/rynn/action"
-    mode: str = "/rynn/mode"
-    skeleton: str = "/rynn/operator/skeleton_camera"
+    image: str = IMAGE_TOPIC
+    camera_info: str = CAMERA_INFO_TOPIC
+    joint_states: str = JOINT_STATES_TOPIC
+    action: str = ACTION_TOPIC
+    mode: str = MODE_TOPIC
+    skeleton: str = CAMERA_SKELETON_TOPIC
 
 
 @dataclass

@@ -39,18 +39,30 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import CameraInfo, Image, JointState
-from std_msgs.msg import String
-
 from rynn_common.action_layout import joint_names
 from rynn_common.node_runner import run_node
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.qos import LATCHED_QOS, RECORDED_STREAM_QOS
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status
+from rynn_common.ros_names import (
+    ACTION_TOPIC,
+    DIAGNOSTICS_TOPIC,
+    JOINT_STATES_TOPIC,
+    MODE_TOPIC,
+    SET_MODE_SERVICE,
+    STATUS_TOPIC,
+)
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from std_msgs.msg import String
+
 from rynn_robot_bridge.bridge.camera_router import CameraRouter, FrameFormat, Routed
 from rynn_robot_bridge.bridge.commander import RobotCommander
 from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
-from rynn_robot_bridge.bridge.lcm_link import LcmRobotLink, receive_buffer_note, with_receive_buffer
+from rynn_robot_bridge.bridge.lcm_link import (
+    LcmRobotLink,
+    receive_buffer_note,
+    with_receive_buffer,
+)
 from rynn_robot_bridge.bridge.mode import Mode
 from rynn_robot_bridge.bridge.rate_loop import FixedRateThread
 from rynn_robot_bridge.bridge.settings import BridgeSettings, load_bridge_settings
@@ -104,10 +116,10 @@ class BridgeNode(Node):
 
         self.image_pub = self.create_publisher(Image, settings.image_topic, CANONICAL_CAMERA_QOS)
         self.info_pub = self.create_publisher(CameraInfo, settings.camera_info_topic, CANONICAL_CAMERA_QOS)
-        self.joint_state_pub = self.create_publisher(JointState, "/joint_states", RECORDED_STREAM_QOS)
-        self.mode_pub = self.create_publisher(String, "/rynn/mode", LATCHED_QOS)
-        self.status_pub = self.create_publisher(TeleopStatus, "/rynn/status", 10)
-        self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.joint_state_pub = self.create_publisher(JointState, JOINT_STATES_TOPIC, RECORDED_STREAM_QOS)
+        self.mode_pub = self.create_publisher(String, MODE_TOPIC, LATCHED_QOS)
+        self.status_pub = self.create_publisher(TeleopStatus, STATUS_TOPIC, 10)
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
         for source, image_topic, info_topic in (
             (Mode.REAL, settings.real_image_topic, settings.real_camera_info_topic),
             (Mode.DIGITAL, settings.digital_image_topic, settings.digital_camera_info_topic),
@@ -118,8 +130,8 @@ class BridgeNode(Node):
                                      event_callbacks=incompatible, raw=True)
             self.create_subscription(CameraInfo, info_topic, lambda raw, s=source: self._relay_info(s, raw), CAMERA_SOURCE_QOS,
                                      raw=True)
-        self.create_subscription(RobotAction, "/rynn/action", self._on_action, ACTION_QOS)
-        self.create_service(SetMode, "/rynn/set_mode", self._on_set_mode)
+        self.create_subscription(RobotAction, ACTION_TOPIC, self._on_action, ACTION_QOS)
+        self.create_service(SetMode, SET_MODE_SERVICE, self._on_set_mode)
         self.create_timer(1.0 / settings.status_rate_hz, self._publish_status)
 
         self.link = LcmRobotLink(with_receive_buffer(lcm_settings.url, settings.lcm_receive_buffer_bytes),

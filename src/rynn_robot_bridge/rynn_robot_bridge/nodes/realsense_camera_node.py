@@ -25,6 +25,7 @@ from sensor_msgs.msg import CameraInfo, Image
 from rynn_common.node_runner import run_node
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.ros_conversions import make_diagnostics
+from rynn_common.ros_names import DIAGNOSTICS_TOPIC
 from rynn_robot_bridge.realsense_source import CameraSourceError, RealSenseColorStream, RealSenseSettings
 from rynn_robot_bridge.ros_camera import CAMERA_QOS, make_camera_info, make_image
 
@@ -54,7 +55,7 @@ class RealSenseCameraNode(Node):
         self.calibration = self.stream.open()  # CameraSourceError: no device, unreadable file
         self.image_pub = self.create_publisher(Image, f"{prefix}/image_raw", CAMERA_QOS)
         self.info_pub = self.create_publisher(CameraInfo, f"{prefix}/camera_info", CAMERA_QOS)
-        self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
         self.stats = PipelineStats()  # outputs = frames published; drops: read timeouts; fault: device errors
         self.create_timer(1.0, self._publish_diagnostics)
         self._stop = threading.Event()

@@ -26,17 +26,18 @@ from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rynn_teleop_msgs.msg import TeleopStatus
 from std_srvs.srv import Trigger
 
 from rynn_common.node_runner import run_node
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.qos import LATCHED_QOS
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status
+from rynn_common.ros_names import DIAGNOSTICS_TOPIC, RECORDER_SERVICES, STATUS_TOPIC
 from rynn_robot_bridge.recording.recorder import EpisodeRecorder, RecorderError, RecorderSettings
 from rynn_robot_bridge.recording.recover import find_incomplete, recover_episode
 from rynn_robot_bridge.recording.rosbag2_mcap import OfferedQos
 from rynn_robot_bridge.recording.settings import load_recorder_settings, parse_topic
-from rynn_teleop_msgs.msg import TeleopStatus
 
 NODE_NAME = "rynn_recorder"
 # Seconds of backlog a recorder the machine starves can catch up on: when a KEEP_LAST queue is full, DDS
@@ -86,11 +87,11 @@ class RecorderNode(Node):
                 subscription_qos(msgtype, topic in self.recorder.settings.latched_topics), raw=True,
                 event_callbacks=events,
             )
-        self.create_service(Trigger, "/rynn/recorder/start", self._on_start)
-        self.create_service(Trigger, "/rynn/recorder/stop", self._on_stop)
-        self.create_service(Trigger, "/rynn/recorder/discard", self._on_discard)
-        self.status_pub = self.create_publisher(TeleopStatus, "/rynn/status", 10)
-        self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.create_service(Trigger, RECORDER_SERVICES["start"], self._on_start)
+        self.create_service(Trigger, RECORDER_SERVICES["stop"], self._on_stop)
+        self.create_service(Trigger, RECORDER_SERVICES["discard"], self._on_discard)
+        self.status_pub = self.create_publisher(TeleopStatus, STATUS_TOPIC, 10)
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
         self.create_timer(1.0 / float(param["status_rate_hz"]), self._publish_status)
         self.create_timer(min(0.25, self.recorder.settings.flush_period_s / 2), self._flush_if_due)
         self.get_logger().info(f"recorder up: {len(param['topics'])} topics -> {self.recorder.settings.output_dir}")

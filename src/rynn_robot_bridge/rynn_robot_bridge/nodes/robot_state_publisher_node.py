@@ -15,16 +15,27 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import TransformStamped
 from rclpy.node import Node
-from sensor_msgs.msg import JointState
-from std_msgs.msg import Header, String
-from tf2_msgs.msg import TFMessage
-
 from rynn_common.description import resolve_urdf_path
 from rynn_common.node_runner import run_node
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.qos import LATCHED_QOS, TF_QOS
 from rynn_common.ros_conversions import make_diagnostics
-from rynn_robot_bridge.robot_state import LinkTransform, RobotStatePublisherCore, quaternions_xyzw
+from rynn_common.ros_names import (
+    DIAGNOSTICS_TOPIC,
+    JOINT_STATES_TOPIC,
+    ROBOT_DESCRIPTION_TOPIC,
+    TF_STATIC_TOPIC,
+    TF_TOPIC,
+)
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Header, String
+from tf2_msgs.msg import TFMessage
+
+from rynn_robot_bridge.robot_state import (
+    LinkTransform,
+    RobotStatePublisherCore,
+    quaternions_xyzw,
+)
 
 NODE_NAME = "robot_state_publisher"
 
@@ -61,14 +72,14 @@ class RobotStatePublisherNode(Node):
         self.stats = PipelineStats()
         self._next_publish_ns: int | None = None
         self._tf_message: TFMessage | None = None  # the last /tf message, refilled for the next
-        self.description_pub = self.create_publisher(String, "/robot_description", LATCHED_QOS)
-        self.static_pub = self.create_publisher(TFMessage, "/tf_static", LATCHED_QOS)
-        self.tf_pub = self.create_publisher(TFMessage, "/tf", TF_QOS)
-        self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.description_pub = self.create_publisher(String, ROBOT_DESCRIPTION_TOPIC, LATCHED_QOS)
+        self.static_pub = self.create_publisher(TFMessage, TF_STATIC_TOPIC, LATCHED_QOS)
+        self.tf_pub = self.create_publisher(TFMessage, TF_TOPIC, TF_QOS)
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
         self.description_pub.publish(String(data=self.core.description))
         static = self.core.static_transforms()
         self.static_pub.publish(stamped_transforms(static, self.get_clock().now().to_msg(), self.prefix))
-        self.create_subscription(JointState, "/joint_states", self._on_joint_states, 10)
+        self.create_subscription(JointState, JOINT_STATES_TOPIC, self._on_joint_states, 10)
         self.create_timer(1.0, self._publish_diagnostics)
         self.get_logger().info(
             f"robot state publisher up: {urdf_path.name}, {len(static)} fixed and {len(self.core.moving_joints)} "

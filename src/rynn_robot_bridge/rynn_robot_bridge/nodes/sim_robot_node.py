@@ -21,8 +21,9 @@ from rynn_common.description import D435I_COLOR
 from rynn_common.node_runner import run_node
 from rynn_common.qos import LATCHED_QOS
 from rynn_common.ros_conversions import time_from_seconds
+from rynn_common.ros_names import CAMERA_INFO_TOPIC, IMAGE_TOPIC, MODE_TOPIC
 from rynn_robot_bridge.config import load_robot_config
-from rynn_robot_bridge.ros_camera import CAMERA_INFO_TOPIC, CAMERA_QOS, IMAGE_TOPIC, make_camera_info, make_image
+from rynn_robot_bridge.ros_camera import CAMERA_QOS, make_camera_info, make_image
 from rynn_robot_bridge.sim.realtime import RealtimeSimRobot
 from rynn_robot_bridge.sim.simulator import SimulatedRobot
 
@@ -41,7 +42,7 @@ class SimRobotNode(Node):
             "image_height": config.sim.image_height,
             "render_rate_hz": config.sim.render_rate_hz,
             "digital_render_rate_hz": 2.0,  # while the world model drives the camera: anchor frames only
-            "mode_topic": "/rynn/mode",
+            "mode_topic": MODE_TOPIC,
         }
         for name, value in declared.items():
             self.declare_parameter(name, value)

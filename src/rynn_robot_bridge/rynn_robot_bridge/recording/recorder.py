@@ -13,6 +13,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rynn_common.ros_names import MODE_TOPIC
 from rynn_robot_bridge.episodes.bag_writer import make_typestore
 from rynn_robot_bridge.recording.episode_bag import EpisodeBag, TopicCounts
 from rynn_robot_bridge.recording.metadata import EpisodeSetup
@@ -29,8 +30,8 @@ class RecorderError(RuntimeError):
 @dataclass(frozen=True)
 class RecorderSettings:
     output_dir: Path
-    mode_topic: str = "/rynn/mode"
-    latched_topics: tuple[str, ...] = ("/rynn/mode",)
+    mode_topic: str = MODE_TOPIC
+    latched_topics: tuple[str, ...] = (MODE_TOPIC,)
     flush_period_s: float = 1.0
     urdf_path: str = ""
     world_model_checkpoint: str = ""

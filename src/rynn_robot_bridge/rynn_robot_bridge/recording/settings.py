@@ -6,22 +6,35 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import yaml
-
-DEFAULT_TOPICS = (
-    "/camera/camera/color/image_raw sensor_msgs/msg/Image",
-    "/camera/camera/color/camera_info sensor_msgs/msg/CameraInfo",
-    "/joint_states sensor_msgs/msg/JointState",
-    "/rynn/action rynn_teleop_msgs/msg/RobotAction",
-    "/tf tf2_msgs/msg/TFMessage",
-    "/tf_static tf2_msgs/msg/TFMessage",
-    "/robot_description std_msgs/msg/String",
-    "/rynn/status rynn_teleop_msgs/msg/TeleopStatus",
-    "/rynn/mode std_msgs/msg/String",
-    "/rynn/operator/skeleton_camera rynn_teleop_msgs/msg/BimanualSkeleton",
-    "/rynn/operator/hands rynn_teleop_msgs/msg/BimanualSkeleton",
+from rynn_common.ros_names import (
+    ACTION_TOPIC,
+    CAMERA_INFO_TOPIC,
+    CAMERA_SKELETON_TOPIC,
+    HANDS_TOPIC,
+    IMAGE_TOPIC,
+    JOINT_STATES_TOPIC,
+    MODE_TOPIC,
+    ROBOT_DESCRIPTION_TOPIC,
+    STATUS_TOPIC,
+    TF_STATIC_TOPIC,
+    TF_TOPIC,
 )
 
-DEFAULT_LATCHED_TOPICS = ("/rynn/mode", "/tf_static", "/robot_description")  # transient local, re-written per episode
+DEFAULT_TOPICS = (
+    f"{IMAGE_TOPIC} sensor_msgs/msg/Image",
+    f"{CAMERA_INFO_TOPIC} sensor_msgs/msg/CameraInfo",
+    f"{JOINT_STATES_TOPIC} sensor_msgs/msg/JointState",
+    f"{ACTION_TOPIC} rynn_teleop_msgs/msg/RobotAction",
+    f"{TF_TOPIC} tf2_msgs/msg/TFMessage",
+    f"{TF_STATIC_TOPIC} tf2_msgs/msg/TFMessage",
+    f"{ROBOT_DESCRIPTION_TOPIC} std_msgs/msg/String",
+    f"{STATUS_TOPIC} rynn_teleop_msgs/msg/TeleopStatus",
+    f"{MODE_TOPIC} std_msgs/msg/String",
+    f"{CAMERA_SKELETON_TOPIC} rynn_teleop_msgs/msg/BimanualSkeleton",
+    f"{HANDS_TOPIC} rynn_teleop_msgs/msg/BimanualSkeleton",
+)
+
+DEFAULT_LATCHED_TOPICS = (MODE_TOPIC, TF_STATIC_TOPIC, ROBOT_DESCRIPTION_TOPIC)  # transient local, re-written per episode
 
 
 @dataclass(frozen=True)
@@ -33,7 +46,7 @@ class RecorderFileSettings:
     operator_id: str = ""
     urdf_path: str = ""
     world_model_checkpoint: str = ""
-    mode_topic: str = "/rynn/mode"
+    mode_topic: str = MODE_TOPIC
     topics: list[str] = field(default_factory=lambda: list(DEFAULT_TOPICS))
     latched_topics: list[str] = field(default_factory=lambda: list(DEFAULT_LATCHED_TOPICS))
 

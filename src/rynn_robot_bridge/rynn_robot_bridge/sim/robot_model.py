@@ -15,9 +15,9 @@ import mujoco
 
 from rynn_common.action_layout import ARM_DOF, joint_names
 from rynn_common.description import D435I_COLOR, CameraIntrinsics, resolve_urdf_path
+from rynn_common.ros_names import CAMERA_FRAME
 from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
 
-CAMERA_FRAME = "camera_color_optical_frame"
 HEAD_CAMERA = "head_camera"
 HIDDEN_GROUP = 3  # collision geoms and the camera's own housing: simulated, not drawn
 CAMERA_HOUSING = ("head_link", "camera_link", CAMERA_FRAME)  # would sit in front of the lens

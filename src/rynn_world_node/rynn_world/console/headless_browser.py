@@ -13,7 +13,8 @@ import time
 import cv2
 import numpy as np
 
-CAMERA_LABEL = "/camera/camera/color/image_raw"
+from rynn_common.ros_names import IMAGE_TOPIC
+
 WINDOW_SIZE = (1280, 800)
 COMMAND_TIMEOUT_S = 300.0  # software WebGL on two loaded cores can keep chromedriver busy for minutes
 
@@ -46,7 +47,7 @@ def camera_element(driver):
     """The canonical camera's <img> (the image under its topic label), or None before it is drawn."""
     from selenium.webdriver.common.by import By
 
-    found = driver.find_elements(By.XPATH, f"//*[normalize-space(text())='{CAMERA_LABEL}']/following::img[1]")
+    found = driver.find_elements(By.XPATH, f"//*[normalize-space(text())='{IMAGE_TOPIC}']/following::img[1]")
     return found[0] if found else None
 
 

@@ -19,6 +19,8 @@ import viser
 import viser.transforms as vtf
 from viser.extras import ViserUrdf
 
+from rynn_common.ros_names import IMAGE_TOPIC
+
 GHOST_RGBA = (0.25, 0.55, 1.0, 0.35)  # the commanded robot: translucent blue over the measured one
 CAMERA_PANEL_WIDTH = 660
 TRACKER_AXES_M = 0.08
@@ -115,7 +117,7 @@ class ConsolePage:
         gui = self.server.gui
         cameras = gui.add_panel()
         with cameras.add_tab("Camera (canonical)"):
-            self.camera = gui.add_image(_placeholder(640, 480), label="/camera/camera/color/image_raw",
+            self.camera = gui.add_image(_placeholder(640, 480), label=IMAGE_TOPIC,
                                         format="jpeg", jpeg_quality=self.jpeg_quality)
             self.camera_caption = gui.add_markdown("waiting for frames")
             overlay = gui.add_checkbox("Operator skeleton overlay", initial_value=overlay_on)

@@ -28,13 +28,11 @@ import numpy as np
 from rosbags.highlevel import AnyReader
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
+from rynn_common.ros_names import ACTION_TOPIC, CAMERA_INFO_TOPIC, CAMERA_SKELETON_TOPIC, IMAGE_TOPIC
+
 from ..skeleton import CameraIntrinsics, ControlSample
 from .clips import Clip, check_clip_frames, clip_starts, render_skeleton, resample_indices, resize_frames
 
-IMAGE_TOPIC = "/camera/camera/color/image_raw"
-CAMERA_INFO_TOPIC = "/camera/camera/color/camera_info"
-SKELETON_TOPIC = "/rynn/operator/skeleton_camera"
-ACTION_TOPIC = "/rynn/action"
 _MSG_DIR = Path(__file__).resolve().parents[3] / "rynn_teleop_msgs" / "msg"
 
 
@@ -78,7 +76,7 @@ def read_episode(episode_dir: Path) -> EpisodeArrays:
     if not bag.is_dir():
         raise FileNotFoundError(f"{bag} not found: an episode needs its rosbag2 directory")
     npz = episode_dir / "frames.npz"
-    topics = {IMAGE_TOPIC: [], CAMERA_INFO_TOPIC: [], SKELETON_TOPIC: []} | ({} if npz.is_file() else {ACTION_TOPIC: []})
+    topics = {IMAGE_TOPIC: [], CAMERA_INFO_TOPIC: [], CAMERA_SKELETON_TOPIC: []} | ({} if npz.is_file() else {ACTION_TOPIC: []})
     with AnyReader([bag], default_typestore=_typestore()) as reader:
         connections = [c for c in reader.connections if c.topic in topics]
         for connection, stamp, raw in reader.messages(connections=connections):
@@ -89,10 +87,10 @@ def read_episode(episode_dir: Path) -> EpisodeArrays:
     frames = np.stack([_image(m) for _, m in topics[IMAGE_TOPIC]])
     info = topics[CAMERA_INFO_TOPIC][0][1]
     intrinsics = CameraIntrinsics(fx=info.k[0], fy=info.k[4], cx=info.k[2], cy=info.k[5], width=info.width, height=info.height)
-    if not topics[SKELETON_TOPIC]:
-        raise ValueError(f"{bag} has no {SKELETON_TOPIC} messages")
-    skeleton_stamps = np.array([stamp for stamp, _ in topics[SKELETON_TOPIC]], dtype=np.int64)
-    samples = [ControlSample.from_message(topics[SKELETON_TOPIC][i][1])
+    if not topics[CAMERA_SKELETON_TOPIC]:
+        raise ValueError(f"{bag} has no {CAMERA_SKELETON_TOPIC} messages")
+    skeleton_stamps = np.array([stamp for stamp, _ in topics[CAMERA_SKELETON_TOPIC]], dtype=np.int64)
+    samples = [ControlSample.from_message(topics[CAMERA_SKELETON_TOPIC][i][1])
                for i in _newest_at_or_before(skeleton_stamps, image_stamps)]
     if npz.is_file():
         actions = np.load(npz)["action"]

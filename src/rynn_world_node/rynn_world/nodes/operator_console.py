@@ -28,6 +28,8 @@ from rcl_interfaces.srv import SetParameters
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
+from rynn_teleop_msgs.msg import BimanualSkeleton, TeleopStatus
+from rynn_teleop_msgs.srv import SetMode
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
@@ -37,11 +39,23 @@ from rynn_common.description import resolve_urdf_path
 from rynn_common.node_runner import run_node
 from rynn_common.qos import LATCHED_QOS
 from rynn_common.ros_conversions import seconds_from_time
+from rynn_common.ros_names import (
+    CAMERA_SKELETON_TOPIC,
+    COMMAND_JOINT_STATES_TOPIC,
+    DIAGNOSTICS_TOPIC,
+    DIGITAL_IMAGE_TOPIC,
+    IMAGE_TOPIC,
+    JOINT_STATES_TOPIC,
+    MODE_TOPIC,
+    REAL_IMAGE_TOPIC,
+    RECORDER_SERVICES,
+    SET_MODE_SERVICE,
+    STATUS_TOPIC,
+    TF_TOPIC,
+)
 from rynn_common.skeleton_arrays import bimanual_skeleton_to_arrays
 from rynn_robot_bridge.image_layout import read_image_header
-from rynn_robot_bridge.ros_camera import IMAGE_TOPIC, image_to_rgb
-from rynn_teleop_msgs.msg import BimanualSkeleton, TeleopStatus
-from rynn_teleop_msgs.srv import SetMode
+from rynn_robot_bridge.ros_camera import image_to_rgb
 from rynn_world.console.board import (
     RECORDER_SOURCE,
     DiagnosticReport,
@@ -59,8 +73,6 @@ from rynn_world.console.pose import JointPoser
 from rynn_world.console.streams import RequiredStream, StreamStats, stale_banner
 
 NODE_NAME = "operator_console"
-REAL_CAMERA_TOPIC = "/rynn/real/camera/color/image_raw"
-DIGITAL_CAMERA_TOPIC = "/rynn/digital/camera/color/image_raw"
 NEWEST = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
 CAMERA_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 REPORTS_QOS = QoSProfile(depth=20, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
@@ -100,28 +112,28 @@ class OperatorConsoleNode(Node):
         self.overlay_on = bool(declare("skeleton_overlay", False).value)
         self.operator_frame = declare("operator_frame", "operator_world").value  # the tracker node's frames.world
 
-        self.set_mode_client = self.create_client(SetMode, "/rynn/set_mode")
-        self.recorder_clients = {a: self.create_client(Trigger, f"/rynn/recorder/{a}") for a in ("start", "stop", "discard")}
+        self.set_mode_client = self.create_client(SetMode, SET_MODE_SERVICE)
+        self.recorder_clients = {a: self.create_client(Trigger, name) for a, name in RECORDER_SERVICES.items()}
         self.task_client = self.create_client(SetParameters, f"/{self.recorder}/set_parameters")
         self.calibrate_client = self.create_client(Trigger, calibrate_service)
         self.pending = PendingCalls(self.service_timeout_s)
 
         self.lock = threading.Lock()  # the web server's thread reads what the executor writes
-        self.frames = {topic: LatestFrame() for topic in (IMAGE_TOPIC, REAL_CAMERA_TOPIC, DIGITAL_CAMERA_TOPIC)}
+        self.frames = {topic: LatestFrame() for topic in (IMAGE_TOPIC, REAL_IMAGE_TOPIC, DIGITAL_IMAGE_TOPIC)}
         self.mode = ""
         self.skeleton: dict[str, np.ndarray] | None = None
         self.measured: bytes | None = None  # newest serialized JointState, decoded at the 3D view's rate
         self.commanded: bytes | None = None
         self.trackers: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self.stream_stats = {topic: StreamStats() for topic in ("/joint_states", "/rynn/status", "/tf")}
+        self.stream_stats = {topic: StreamStats() for topic in (JOINT_STATES_TOPIC, STATUS_TOPIC, TF_TOPIC)}
         self.health = HealthBoard()
         self.recording = RecordingBoard()
         self.dropped = 0
         self.overlay = SkeletonOverlay()
         self.required = [
             RequiredStream(IMAGE_TOPIC, "canonical camera", self.camera_stale_s),
-            RequiredStream("/joint_states", "robot joint states", 1.0),
-            RequiredStream("/rynn/status", "pipeline status", 3.0),
+            RequiredStream(JOINT_STATES_TOPIC, "robot joint states", 1.0),
+            RequiredStream(STATUS_TOPIC, "pipeline status", 3.0),
         ]
 
         self.clients_connected = 0
@@ -195,7 +207,7 @@ class OperatorConsoleNode(Node):
     def _on_measured(self, raw: bytes) -> None:
         with self.lock:
             self.measured = raw
-            self.stream_stats["/joint_states"].add(time.monotonic())
+            self.stream_stats[JOINT_STATES_TOPIC].add(time.monotonic())
 
     def _on_commanded(self, raw: bytes) -> None:
         with self.lock:
@@ -210,7 +222,7 @@ class OperatorConsoleNode(Node):
             poses[t.child_frame_id] = (np.array([p.x, p.y, p.z]), np.array([q.w, q.x, q.y, q.z]))
         with self.lock:
             self.trackers.update(poses)
-            self.stream_stats["/tf"].add(time.monotonic())
+            self.stream_stats[TF_TOPIC].add(time.monotonic())
 
     def _on_skeleton(self, msg: BimanualSkeleton) -> None:
         with self.lock:
@@ -223,7 +235,7 @@ class OperatorConsoleNode(Node):
         )
         with self.lock:
             self.health.on_status(report)
-            self.stream_stats["/rynn/status"].add(time.monotonic(), report.stamp_s)
+            self.stream_stats[STATUS_TOPIC].add(time.monotonic(), report.stamp_s)
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         now = time.monotonic()
@@ -239,7 +251,7 @@ class OperatorConsoleNode(Node):
 
     def other_topic(self) -> str:
         """The source that is not driving the canonical topics (none before the mode is known)."""
-        return {"digital": REAL_CAMERA_TOPIC, "real": DIGITAL_CAMERA_TOPIC}.get(self.mode, "")
+        return {"digital": REAL_IMAGE_TOPIC, "real": DIGITAL_IMAGE_TOPIC}.get(self.mode, "")
 
     def _refresh(self) -> None:
         now = time.monotonic()
@@ -410,13 +422,13 @@ def make_viewer(console: OperatorConsoleNode) -> Node:
 
     for topic in console.frames:  # the other source is chosen by the mode when shown
         subscribe(Image, topic, lambda raw, t=topic: console._on_frame(console.frames[t], raw), CAMERA_QOS, raw=True)
-    subscribe(String, "/rynn/mode", console._on_mode, LATCHED_QOS)
-    subscribe(JointState, "/joint_states", console._on_measured, NEWEST, raw=True)
-    subscribe(JointState, "/rynn/command/joint_states", console._on_commanded, NEWEST, raw=True)
-    subscribe(BimanualSkeleton, "/rynn/operator/skeleton_camera", console._on_skeleton, NEWEST)
-    subscribe(TFMessage, "/tf", console._on_tf, REPORTS_QOS)
-    subscribe(TeleopStatus, "/rynn/status", console._on_status, REPORTS_QOS)
-    subscribe(DiagnosticArray, "/diagnostics", console._on_diagnostics, REPORTS_QOS)
+    subscribe(String, MODE_TOPIC, console._on_mode, LATCHED_QOS)
+    subscribe(JointState, JOINT_STATES_TOPIC, console._on_measured, NEWEST, raw=True)
+    subscribe(JointState, COMMAND_JOINT_STATES_TOPIC, console._on_commanded, NEWEST, raw=True)
+    subscribe(BimanualSkeleton, CAMERA_SKELETON_TOPIC, console._on_skeleton, NEWEST)
+    subscribe(TFMessage, TF_TOPIC, console._on_tf, REPORTS_QOS)
+    subscribe(TeleopStatus, STATUS_TOPIC, console._on_status, REPORTS_QOS)
+    subscribe(DiagnosticArray, DIAGNOSTICS_TOPIC, console._on_diagnostics, REPORTS_QOS)
     viewer.create_timer(console.camera_pacer.period, console._refresh)
     return viewer
 

@@ -46,6 +46,16 @@ from rynn_common.ros_conversions import (
     seconds_from_time,
     time_from_seconds,
 )
+from rynn_common.ros_names import (
+    CAMERA_FRAME,
+    CAMERA_SKELETON_TOPIC,
+    DIAGNOSTICS_TOPIC,
+    DIGITAL_CAMERA_INFO_TOPIC,
+    DIGITAL_IMAGE_TOPIC,
+    MODE_TOPIC,
+    REAL_IMAGE_TOPIC,
+    STATUS_TOPIC,
+)
 from rynn_robot_bridge.ros_camera import image_to_rgb, make_camera_info, make_image
 from rynn_world.live_session import LiveWorldSession, SessionSettings
 from rynn_world.model.configs import get_config
@@ -72,12 +82,12 @@ class WorldModelNode(Node):
         declare("follow_mode", True)
         declare("camera_width", D435I_COLOR.width)
         declare("camera_height", D435I_COLOR.height)
-        declare("frame_id", "camera_color_optical_frame")
-        declare("skeleton_topic", "/rynn/operator/skeleton_camera")
-        declare("real_image_topic", "/rynn/real/camera/color/image_raw")
-        declare("image_topic", "/rynn/digital/camera/color/image_raw")
-        declare("camera_info_topic", "/rynn/digital/camera/color/camera_info")
-        declare("mode_topic", "/rynn/mode")
+        declare("frame_id", CAMERA_FRAME)
+        declare("skeleton_topic", CAMERA_SKELETON_TOPIC)
+        declare("real_image_topic", REAL_IMAGE_TOPIC)
+        declare("image_topic", DIGITAL_IMAGE_TOPIC)
+        declare("camera_info_topic", DIGITAL_CAMERA_INFO_TOPIC)
+        declare("mode_topic", MODE_TOPIC)
         declare("status_rate_hz", 2.0)
         declare("skeleton_timeout_s", 0.5)
         declare("max_frame_age_s", 0.5)  # a frame older than this when due is dropped (counted)
@@ -116,8 +126,8 @@ class WorldModelNode(Node):
 
         self.image_pub = self.create_publisher(Image, get("image_topic"), CAMERA_QOS)
         self.info_pub = self.create_publisher(CameraInfo, get("camera_info_topic"), CAMERA_QOS)
-        self.status_pub = self.create_publisher(TeleopStatus, "/rynn/status", RELIABLE)
-        self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", RELIABLE)
+        self.status_pub = self.create_publisher(TeleopStatus, STATUS_TOPIC, RELIABLE)
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, RELIABLE)
         self.create_subscription(BimanualSkeleton, get("skeleton_topic"), self.on_skeleton, RELIABLE)
         self.create_subscription(Image, get("real_image_topic"), self.session.offer_real_frame, LATEST_ONLY)
         self.create_subscription(String, get("mode_topic"), self.on_mode, LATCHED_QOS)
