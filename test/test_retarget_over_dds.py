@@ -175,32 +175,33 @@ def test_bad_operator_input_is_counted_and_never_reaches_the_command(ros_node, s
         t.transform.rotation.w = 1.0
         return TFMessage(transforms=[t])
 
-    # The tracker pauses while the bad samples go out: the node's /tf queue (KEEP_LAST) then holds only
-    # them, so a node that the loaded machine starves cannot have them replaced, unseen, by the 120 Hz
-    # live stream; each one reaches the node's checks and must be counted.
-    tracker.send_signal(signal.SIGSTOP)
+    # The tracker pauses while the bad /tf goes out: the node's /tf queue (KEEP_LAST) then holds only it,
+    # so a node that the loaded machine starves cannot have it replaced, unseen, by the 120 Hz live stream;
+    # each one reaches the node's checks and must be counted.
     old = Time(sec=1, nanosec=0)  # far older than the live stream: out of order
-    for _ in range(5):
-        tf_pub.publish(tracker_msg(ros_node.get_clock().now().to_msg(), float("nan")))
-        tf_pub.publish(tracker_msg(old, 0.0))
-        garbage = BimanualSkeleton()
-        garbage.left.confidence = [float("nan")] * 21
-        garbage.left.joints[3].x = float("inf")
-        garbage.left.valid = True
-        hands_pub.publish(garbage)
-        ros_node.spin_once(0.02)
-
-    def rejected_each() -> bool:
-        return (
-            reasons.get("rejected.tf_nonfinite", 0) >= 5
-            and reasons.get("dropped.tf_out_of_order", 0) >= 5
-            and reasons.get("rejected.guard_invalid_hand", 0) >= 1
-        )
-
+    tracker.send_signal(signal.SIGSTOP)
     try:
-        assert wait_until(rejected_each, 20.0, spin=ros_node.spin_once), reasons
+        for _ in range(5):
+            tf_pub.publish(tracker_msg(ros_node.get_clock().now().to_msg(), float("nan")))
+            tf_pub.publish(tracker_msg(old, 0.0))
+            ros_node.spin_once(0.02)
+        assert wait_until(lambda: reasons.get("rejected.tf_nonfinite", 0) >= 5 and reasons.get("dropped.tf_out_of_order", 0) >= 5,
+                          20.0, spin=ros_node.spin_once), reasons
     finally:
         tracker.send_signal(signal.SIGCONT)
+
+    # Garbage hands are judged when a tracker sample takes them (within hands_timeout of their arrival), so
+    # they go out as a glove stream would, while the tracker runs again.
+    garbage = BimanualSkeleton()
+    garbage.left.confidence = [float("nan")] * 21
+    garbage.left.joints[3].x = float("inf")
+    garbage.left.valid = True
+
+    def garbage_and_spin():
+        hands_pub.publish(garbage)
+        ros_node.spin_once(0.05)
+
+    assert wait_until(lambda: reasons.get("rejected.guard_invalid_hand", 0) >= 1, 20.0, spin=garbage_and_spin), reasons
     assert retarget.poll() is None, read_log(retarget)
     assert np.isfinite(np.array(actions)).all()
 
