@@ -10,7 +10,8 @@ setup:  ## create .venv, install pinned deps and Debian packages, colcon-build e
 build:  ## rebuild the five packages into the venv after changing messages or package data
 	SKIP_DEPS=1 bash scripts/setup.sh
 
-test:  ## unit tests of every package and the integration tests in test/
+test:  ## ruff, then the unit tests of every package and the integration tests in test/
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
 
 test-fast:  ## only the ROS-free unit tests (no DDS processes)

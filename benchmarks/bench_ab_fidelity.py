@@ -28,18 +28,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-from bench_digital_latency import (  # also sets up sys.path
-    call,
-    launch_command,
-    machine_info,
-    start_graph,
-)
-from rynn_common.ros_names import (
-    IMAGE_TOPIC,
-    RECORDER_SERVICES,
-    SET_MODE_SERVICE,
-    TF_TOPIC,
-)
+
+from bench_digital_latency import call, launch_command, machine_info, start_graph  # also sets up sys.path
+from rynn_common.ros_names import IMAGE_TOPIC, RECORDER_SERVICES, SET_MODE_SERVICE, TF_TOPIC
 
 TRACKERS = ("chest", "left_wrist", "right_wrist", "left_upper_arm", "right_upper_arm")
 
@@ -90,6 +81,7 @@ def read_bag(bag: Path) -> tuple[np.ndarray, np.ndarray, list]:
     """(tracker sample stamps [s], (N, 15) tracker translations, camera frames [(stamp, rgb)])."""
     from rosbags.highlevel import AnyReader
     from rosbags.typesys import Stores, get_typestore
+
     from rynn_robot_bridge.ros_camera import image_to_rgb
 
     names = {f"operator_{n}": i for i, n in enumerate(TRACKERS)}
@@ -118,9 +110,8 @@ def wait_for_pass_start(first_pose: np.ndarray):
     switches the graph to digital (the world model anchors on its reference image there)."""
 
     def wait(node, executor):
-        from tf2_msgs.msg import TFMessage
-
         from rynn_teleop_msgs.srv import SetMode
+        from tf2_msgs.msg import TFMessage
 
         seen = []
 
@@ -157,6 +148,7 @@ def main() -> None:
     options = parser.parse_args()
 
     import cv2
+
     from rynn_world.evaluation.metrics import psnr, ssim
     from rynn_world.image_input import to_model_rgb
     from rynn_world.model.configs import get_config

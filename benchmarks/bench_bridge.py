@@ -226,7 +226,8 @@ def main() -> None:
     latencies: dict[str, list[float]] = {"direct": [], "bridge": []}
 
     def on_image(path):
-        return lambda msg: latencies[path].append((node.get_clock().now().nanoseconds - (msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec)) * 1e-9)
+        return lambda msg: latencies[path].append(
+            (node.get_clock().now().nanoseconds - (msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec)) * 1e-9)
 
     node.create_subscription(Image, DIRECT_TOPIC, on_image("direct"), camera_qos())
     node.create_subscription(Image, IMAGE_TOPIC, on_image("bridge"), camera_qos())
@@ -263,12 +264,12 @@ def main() -> None:
                                         "--flood-rate", str(args.flood_rate), "--flood-seconds", str(args.flood_seconds)],
                                        cwd=REPO, env=env, stdout=subprocess.PIPE, text=True)
             flooding_from = time.monotonic() + 1.0  # the sender's start-up is not part of the flood
-            spin_until(lambda: flooder.poll() is not None, args.flood_seconds + 30.0)
+            spin_until(lambda flooder=flooder: flooder.poll() is not None, args.flood_seconds + 30.0)
             flooding_until = time.monotonic()
             sent_line = flooder.communicate()[0].strip()
             counted = [-1]  # the bridge drains what its receive buffer holds: wait until its count stops growing
 
-            def count_settled() -> bool:
+            def count_settled(counted=counted) -> bool:
                 settled, counted[0] = statuses[-1].rejected_inputs == counted[0], statuses[-1].rejected_inputs
                 return settled
 
@@ -312,7 +313,8 @@ def main() -> None:
     print(f"camera: {WIDTH}x{HEIGHT} rgb8 at {FPS:g} FPS, RELIABLE depth 2 on both paths; camera window {window:.1f} s")
     print(f"camera latency  direct  publisher -> subscriber          {percentiles_ms(latencies['direct'])}")
     print(f"camera latency  bridged publisher -> bridge -> subscriber {percentiles_ms(latencies['bridge'])}")
-    print(f"relay overhead (bridged - direct)                        p50 {1e3 * (np.median(latencies['bridge']) - np.median(latencies['direct'])):7.3f} ms  "
+    overhead_p50 = 1e3 * (np.median(latencies['bridge']) - np.median(latencies['direct']))
+    print(f"relay overhead (bridged - direct)                        p50 {overhead_p50:7.3f} ms  "
           f"p99 {1e3 * (np.percentile(latencies['bridge'], 99) - np.percentile(latencies['direct'], 99)):7.3f} ms")
     if relay is not None:
         print(f"bridge callback (offer + publish, from /rynn/status)     p50 {relay.p50 * 1e3:7.3f} ms  p99 {relay.p99 * 1e3:7.3f} ms")

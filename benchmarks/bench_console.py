@@ -27,9 +27,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "src" / p) for p in ("rynn_common", "rynn_retarget", "rynn_world_node", "rynn_robot_bridge")]
 os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
 
-from bench_bridge import machine_info  # noqa: E402
-from rynn_world.console import headless_browser as browser  # noqa: E402
-from rynn_world.console.graph_session import start_graph  # noqa: E402
+from bench_bridge import machine_info
+from rynn_world.console import headless_browser as browser
+from rynn_world.console.graph_session import start_graph
 
 CAMERA_CAPTION = re.compile(r"([\d.]+) FPS, frame age (\d+) ms")
 

@@ -29,7 +29,7 @@ os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_node_cpu import cpu_seconds  # noqa: E402
+from bench_node_cpu import cpu_seconds
 
 # The subscriber: counts messages on /bench/action and publishes the count on /bench/count at 5 Hz.
 SUBSCRIBER = """
@@ -59,9 +59,10 @@ def measure(executor_kind: str, messages: int, rate_hz: float) -> tuple[float, i
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSProfile, ReliabilityPolicy
-    from rynn_common.ros_conversions import make_robot_action
     from rynn_teleop_msgs.msg import RobotAction
     from std_msgs.msg import Int64
+
+    from rynn_common.ros_conversions import make_robot_action
 
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(map(str, SOURCES)))
     process = subprocess.Popen([sys.executable, "-c", SUBSCRIBER, executor_kind], env=env)

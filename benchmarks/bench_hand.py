@@ -13,10 +13,10 @@ import numpy as np
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src" / p) for p in ("rynn_common", "rynn_retarget")]
 
-from rynn_common.description import default_urdf_path  # noqa: E402
-from rynn_retarget.kinematics.hand_retarget import TIPS, HandRetargeter  # noqa: E402
-from rynn_retarget.kinematics.robot_model import build_hand_chain, load_model  # noqa: E402
-from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig  # noqa: E402
+from rynn_common.description import default_urdf_path
+from rynn_retarget.kinematics.hand_retarget import TIPS, HandRetargeter
+from rynn_retarget.kinematics.robot_model import build_hand_chain, load_model
+from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig
 
 WUJI = Path("/work/shared/robots/wuji_hand_description/urdf/right.urdf")
 

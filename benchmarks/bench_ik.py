@@ -14,10 +14,10 @@ import numpy as np
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src" / p) for p in ("rynn_common", "rynn_retarget")]
 
-from rynn_retarget.config import load_retarget_config  # noqa: E402
-from rynn_retarget.kinematics.arm_ik import ArmIkSolver  # noqa: E402
-from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig  # noqa: E402
-from rynn_retarget.pipeline import RetargetPipeline  # noqa: E402
+from rynn_retarget.config import load_retarget_config
+from rynn_retarget.kinematics.arm_ik import ArmIkSolver
+from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig
+from rynn_retarget.pipeline import RetargetPipeline
 
 CONFIG = Path(__file__).resolve().parents[1] / "config" / "retarget.yaml"
 

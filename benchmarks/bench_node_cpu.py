@@ -27,14 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_digital_latency import (  # noqa: E402
-    NOT_BUDGETED,
-    STARTED,
-    call,
-    launch_command,
-    machine_info,
-    start_graph,
-)
+from bench_digital_latency import NOT_BUDGETED, STARTED, call, launch_command, machine_info, start_graph
 from rynn_common.ros_names import ACTION_TOPIC, RECORDER_SERVICES
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -89,9 +82,8 @@ def main() -> None:
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSProfile, ReliabilityPolicy
-    from std_srvs.srv import Trigger
-
     from rynn_teleop_msgs.msg import RobotAction
+    from std_srvs.srv import Trigger
 
     with tempfile.TemporaryDirectory(prefix="bench_node_cpu_") as tmp:
         log_dir = Path(tmp)

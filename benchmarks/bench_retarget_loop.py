@@ -22,12 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src" / p) for p in ("rynn_common", "rynn_retarget")]  # noqa
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src" / p) for p in ("rynn_common", "rynn_retarget")]
 
 from rynn_common.ros_names import ACTION_TOPIC
-from rynn_retarget.config import load_retarget_config  # noqa: E402
-from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig  # noqa: E402
-from rynn_retarget.pipeline import RetargetPipeline  # noqa: E402
+from rynn_retarget.config import load_retarget_config
+from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig
+from rynn_retarget.pipeline import RetargetPipeline
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "config" / "retarget.yaml"
@@ -72,7 +72,8 @@ def node_graph(seconds: float, layout: str) -> None:
 
     env = dict(os.environ, PYTHONUNBUFFERED="1", ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
     env["ROS_DOMAIN_ID"] = str(random.randint(101, 200))
-    env["PYTHONPATH"] = os.pathsep.join(str(REPO / "src" / p) for p in ("rynn_common", "rynn_retarget", "rynn_robot_bridge", "rynn_world_node"))
+    packages = ("rynn_common", "rynn_retarget", "rynn_robot_bridge", "rynn_world_node")
+    env["PYTHONPATH"] = os.pathsep.join(str(REPO / "src" / p) for p in packages)
     processes = {name: subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                  for name, command in layout_commands(layout).items()}
     os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]

@@ -18,7 +18,6 @@ import argparse
 import os
 import platform
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -27,12 +26,12 @@ import pinocchio as pin
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src" / p) for p in ("rynn_common", "rynn_retarget")]
 
-from rynn_retarget.config import load_retarget_config  # noqa: E402
-from rynn_common.description import default_urdf_path  # noqa: E402
-from rynn_retarget.kinematics.arm_ik import ArmIkConfig, ArmIkSolver  # noqa: E402
-from rynn_retarget.kinematics.hand_retarget import DISTAL_JOINT_INDICES, TIPS, HandRetargeter  # noqa: E402
-from rynn_retarget.kinematics.robot_model import build_arm_chain, build_hand_chain, load_model  # noqa: E402
-from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig  # noqa: E402
+from rynn_common.description import default_urdf_path
+from rynn_retarget.config import load_retarget_config
+from rynn_retarget.kinematics.arm_ik import ArmIkConfig, ArmIkSolver
+from rynn_retarget.kinematics.hand_retarget import DISTAL_JOINT_INDICES, TIPS, HandRetargeter
+from rynn_retarget.kinematics.robot_model import build_arm_chain, build_hand_chain, load_model
+from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "config" / "retarget.yaml"

@@ -22,12 +22,12 @@ REPO = Path(__file__).resolve().parents[1]
 SOURCES = [str(REPO / "src" / p) for p in ("rynn_common", "rynn_retarget", "rynn_robot_bridge")]
 sys.path[:0] = SOURCES
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from rynn_common.action_layout import joint_names  # noqa: E402
-from rynn_common.description import default_urdf_path  # noqa: E402
+from rynn_common.action_layout import joint_names
+from rynn_common.description import default_urdf_path
 from rynn_common.ros_names import JOINT_STATES_TOPIC, TF_TOPIC
-from rynn_robot_bridge.robot_state import RobotStatePublisherCore  # noqa: E402
+from rynn_robot_bridge.robot_state import RobotStatePublisherCore
 
 
 def cpu_seconds(pid: int) -> float:

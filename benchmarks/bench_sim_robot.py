@@ -22,17 +22,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "src" / p) for p in ("rynn_common", "rynn_retarget", "rynn_robot_bridge")]
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-import rynn_robot_bridge.sim  # noqa: E402,F401  (headless GL first)
-from rynn_common.description import D435I_COLOR  # noqa: E402
-from rynn_robot_bridge.sim.simulator import SimulatedRobot  # noqa: E402
+import rynn_robot_bridge.sim  # noqa: F401  (headless GL first)
+from rynn_common.description import D435I_COLOR
+from rynn_robot_bridge.sim.simulator import SimulatedRobot
 
 LATENCY_PORT = 7600 + os.getpid() % 90
 CHILD = """
 import sys, time, signal
 sys.path[:0] = {paths!r}
-import rynn_robot_bridge.sim
+import rynn_robot_bridge.sim  # noqa: F401  (headless GL first)
 from rynn_robot_bridge.config import load_robot_config
 from rynn_robot_bridge.sim.realtime import RealtimeSimRobot
 from rynn_robot_bridge.sim.simulator import SimulatedRobot
@@ -50,8 +50,8 @@ finally:
 
 
 def machine() -> str:
-    cpu = next((l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines()
-                if l.startswith("model name")), platform.processor())
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
     return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, MUJOCO_GL={os.environ.get('MUJOCO_GL')}"
 
 

@@ -37,22 +37,10 @@ from pathlib import Path
 
 import numpy as np
 import psutil
-from bench_digital_latency import (  # sources first on sys.path
-    STARTED,
-    call,
-    free_lcm_url,
-    machine_info,
-    spin_for,
-    start_graph,
-)
-from rynn_common.ros_names import (
-    ACTION_TOPIC,
-    DIAGNOSTICS_TOPIC,
-    RECORDER_SERVICES,
-    SET_MODE_SERVICE,
-    TF_TOPIC,
-)
-from rynn_world.launcher.graph import load_graph  # noqa: E402  (from the sources, as the nodes it starts)
+
+from bench_digital_latency import STARTED, call, free_lcm_url, machine_info, spin_for, start_graph  # sources first on sys.path
+from rynn_common.ros_names import ACTION_TOPIC, DIAGNOSTICS_TOPIC, RECORDER_SERVICES, SET_MODE_SERVICE, TF_TOPIC
+from rynn_world.launcher.graph import load_graph  # from the sources, as the nodes it starts
 
 ONE_DAY_NS = 86_400 * 10**9
 STATE_CHANNEL = "RYNN_ROBOT_STATE"  # config/robot.yaml
@@ -95,7 +83,6 @@ class Observer:
         from diagnostic_msgs.msg import DiagnosticArray
         from rclpy.executors import SingleThreadedExecutor
         from rclpy.qos import QoSProfile, ReliabilityPolicy
-
         from rynn_teleop_msgs.msg import RobotAction
 
         self.node = node = rclpy.create_node("bench_soak_observer")
@@ -146,9 +133,8 @@ class FaultInjector:
     def __init__(self, node, executor, observer: Observer, lcm_url: str, launcher_output: Path):
         import lcm
         from rclpy.qos import QoSProfile, ReliabilityPolicy
-        from tf2_msgs.msg import TFMessage
-
         from rynn_teleop_msgs.msg import RobotAction
+        from tf2_msgs.msg import TFMessage
 
         self.node, self.executor, self.observer, self.output = node, executor, observer, launcher_output
         reliable = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
@@ -283,6 +269,7 @@ def read_back(bags: Path, summaries: dict[str, dict]) -> tuple[list[str], Counte
     """Every bag opens with rosbags and holds what the recorder says it wrote; returns the failures
     and, per episode, the /rynn/action sequence gaps inside the bag (what never reached it)."""
     from rosbags.rosbag2 import Reader
+
     from rynn_robot_bridge.episodes.bag_writer import make_typestore
     from rynn_robot_bridge.recording.metadata import SIDECAR_NAME
 
@@ -357,9 +344,8 @@ def main() -> int:
 
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
-    from std_srvs.srv import Trigger
-
     from rynn_teleop_msgs.srv import SetMode
+    from std_srvs.srv import Trigger
 
     rng = random.Random(options.seed)
     schedule = fault_schedule(rng)

@@ -22,9 +22,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "src" / p) for p in ("rynn_common", "rynn_retarget", "rynn_robot_bridge")]
 
-import rynn_robot_bridge.sim  # noqa: E402,F401  (headless GL first)
-from rynn_robot_bridge.episodes.rollout import EpisodeSettings, episode_seed, record_episode  # noqa: E402
-from rynn_robot_bridge.sim.scenes import TASKS  # noqa: E402
+import rynn_robot_bridge.sim  # noqa: F401  (headless GL first)
+from rynn_robot_bridge.episodes.rollout import EpisodeSettings, episode_seed, record_episode
+from rynn_robot_bridge.sim.scenes import TASKS
 
 SETTINGS = EpisodeSettings(operator="task", fps=1.0, image_width=64, image_height=48)
 
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> None:
             unreachable = counters.get("unreachable_left", 0) + counters.get("unreachable_right", 0)
             print(f"  {task} episode {index}: {'success' if success else 'failure'} "
                   f"({seconds:.1f} CPU-s, {unreachable} unreachable IK targets)", flush=True)
-    print(f"\n| task | success | rate | CPU-s / episode |\n| --- | --- | --- | --- |")
+    print("\n| task | success | rate | CPU-s / episode |\n| --- | --- | --- | --- |")
     for task in args.tasks:
         done = results[task]
         print(f"| {task} | {sum(done)}/{len(done)} | {100.0 * sum(done) / len(done):.0f} % | "

@@ -21,13 +21,13 @@ from diffusers.utils import logging as diffusers_logging
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src" / p) for p in ("rynn_common", "rynn_world_node")]
 
-from rynn_world.model.configs import get_config  # noqa: E402
-from rynn_world.model.teacher import generate_bidirectional  # noqa: E402
-from rynn_world.checkpoints import packaged_checkpoint  # noqa: E402
-from rynn_world.model.vae import StreamingVAEDecoder, use_vae_kernels  # noqa: E402
-from rynn_world.nodes.model_loading import load_streaming_model  # noqa: E402
-from rynn_world.skeleton import CameraIntrinsics, SkeletonRenderer  # noqa: E402
-from rynn_world.streaming import STAGES, StreamingWorldModel  # noqa: E402
+from rynn_world.checkpoints import packaged_checkpoint
+from rynn_world.model.configs import get_config
+from rynn_world.model.teacher import generate_bidirectional
+from rynn_world.model.vae import StreamingVAEDecoder
+from rynn_world.nodes.model_loading import load_streaming_model
+from rynn_world.skeleton import CameraIntrinsics, SkeletonRenderer
+from rynn_world.streaming import STAGES, StreamingWorldModel
 
 
 def synthetic_hands(num_frames: int, seed: int = 0) -> np.ndarray:

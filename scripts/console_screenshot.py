@@ -22,8 +22,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "src" / p) for p in ("rynn_common", "rynn_retarget", "rynn_world_node", "rynn_robot_bridge")]
 
-from rynn_world.console import headless_browser as browser  # noqa: E402
-from rynn_world.console.graph_session import start_graph  # noqa: E402
+from rynn_world.console import headless_browser as browser
+from rynn_world.console.graph_session import start_graph
 
 MAX_BYTES = 300_000
 

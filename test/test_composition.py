@@ -66,7 +66,7 @@ def write_graph(tmp_path, containers: str, member: str = "    container: operato
 
 def test_container_placement_keeps_the_start_order_of_its_first_member(tmp_path):
     graph = load_graph(write_graph(tmp_path, "containers:\n  operator: {if: $(arg compose)}\n"))
-    assert [getattr(s, "name") for s in group(resolve(graph))] == ["a", "operator"]
+    assert [s.name for s in group(resolve(graph))] == ["a", "operator"]
     assert process_names(group(resolve(graph, {"compose": "false"}))) == ["a", "b", "c"]
 
 

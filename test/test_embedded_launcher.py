@@ -237,7 +237,7 @@ def test_a_respawned_node_is_started_again_after_its_delay_and_the_graph_keeps_r
     assert "started phoenix (pid %d, respawned on exit)" % first in read_log(launcher)
     for restart in (1, 2):  # however it dies, it comes back; the launcher keeps running
         os.kill(node_pids(read_log(launcher))["phoenix"], signal.SIGKILL)
-        assert wait_until(lambda: read_log(launcher).count("phoenix ready") == restart + 1, 30.0), read_log(launcher)
+        assert wait_until(lambda restart=restart: read_log(launcher).count("phoenix ready") == restart + 1, 30.0), read_log(launcher)
         assert launcher.poll() is None
     output = read_log(launcher)
     assert output.count("node phoenix exited (killed by SIGKILL); respawning in 0.5 s") == 2

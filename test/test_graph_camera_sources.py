@@ -8,10 +8,10 @@ import re
 
 import numpy as np
 import pytest
+from test_embedded_launcher import REAL_CAMERA_REMAPS, by_name
 
-from rynn_world.launcher.graph import GraphError, condition, node_parameters, resolve
 from ros_test_tools import REPO_ROOT
-from test_embedded_launcher import REAL_CAMERA_REMAPS, by_name, graph  # noqa: F401  (graph: the fixture)
+from rynn_world.launcher.graph import GraphError, condition, load_graph, node_parameters, resolve
 
 
 def load_module(path):
@@ -20,6 +20,11 @@ def load_module(path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return load_graph()
 
 
 def nodes(graph, **arguments):

@@ -79,10 +79,10 @@ def test_console_shows_the_camera_switches_modes_and_records_from_a_browser(tmp_
         # Digital, then Real: one click each, the mode changes over DDS, the page says the answer.
         for label in ("Digital", "Real"):
             browser.click_button(driver, label)
-            assert wait_until(lambda: modes[-1] == label.lower(), 120.0, spin=ros_node.spin_once), (
+            assert wait_until(lambda label=label: modes[-1] == label.lower(), 120.0, spin=ros_node.spin_once), (
                 modes, browser.page_text(driver), read_log(launcher)[-3000:])
-            assert browser.wait_for(lambda: f"{label}: accepted" in browser.page_text(driver), 60.0), browser.page_text(driver)
-            assert browser.wait_for(lambda: f"Mode: {label.upper()}" in browser.page_text(driver), 60.0)
+            assert browser.wait_for(lambda label=label: f"{label}: accepted" in browser.page_text(driver), 60.0), browser.page_text(driver)
+            assert browser.wait_for(lambda label=label: f"Mode: {label.upper()}" in browser.page_text(driver), 60.0)
         bridge_log = (tmp_path / "logs" / "rynn_bridge.log").read_text()
         assert bridge_log.count("SetMode digital") == 1 and bridge_log.count("SetMode real") == 1, bridge_log
 

@@ -81,11 +81,10 @@ class Consumer:
 
     def __init__(self, node):
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-        from sensor_msgs.msg import CameraInfo, Image, JointState
-        from std_msgs.msg import String
-
         from rynn_teleop_msgs.msg import TeleopStatus
         from rynn_teleop_msgs.srv import SetMode
+        from sensor_msgs.msg import CameraInfo, Image, JointState
+        from std_msgs.msg import String
 
         self.node, self.SetMode = node, SetMode
         self.frames: list = []  # (stamp ns, (encoding, width, height, frame_id))

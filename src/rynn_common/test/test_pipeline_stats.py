@@ -40,7 +40,7 @@ def test_counts_from_many_threads_add_up_while_a_reader_polls():
                 make_teleop_status(stats, "node", 0, Time())
                 make_diagnostics(stats, "node", "hw", Time())
                 readings[0] += 1
-        except BaseException as error:  # noqa: BLE001  (reported below, not swallowed)
+        except BaseException as error:  # reported below, not swallowed
             reader_errors.append(error)
 
     threads = [threading.Thread(target=write, args=(w,)) for w in range(WRITERS)]

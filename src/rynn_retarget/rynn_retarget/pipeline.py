@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rynn_common.action_layout import ACTION_DIM, LEFT_ARM, LEFT_HAND, RIGHT_ARM, RIGHT_HAND, SIDES
-from rynn_retarget.config import RetargetConfig, load_retarget_config
 from rynn_common.description import resolve_urdf_path
+from rynn_retarget.config import RetargetConfig, load_retarget_config
 from rynn_retarget.input_guard import InputGuard
 from rynn_retarget.kinematics.arm_ik import ArmIkSolver, IkResult
 from rynn_retarget.kinematics.calibration import Calibration, calibrate_arm

@@ -3,7 +3,7 @@ import pytest
 
 from rynn_retarget.kinematics.arm_ik import ArmIkConfig, ArmIkSolver, bounded_damped_step, damped_pseudo_inverse
 from rynn_retarget.kinematics.robot_model import build_arm_chain
-from rynn_retarget.kinematics.transforms import rotation_angle, scale_translation, wrist_target, pose
+from rynn_retarget.kinematics.transforms import pose, rotation_angle, scale_translation, wrist_target
 
 NEUTRAL = np.array([-0.4, -0.05, 0.0, -1.5, -1.5, 0.0, 0.0])
 

@@ -5,8 +5,8 @@ import pytest
 
 from rynn_common.action_layout import ACTION_DIM, LEFT_ARM, RIGHT_ARM, RIGHT_HAND
 from rynn_common.action_trajectory import ActionTrajectory
-from rynn_retarget.config import load_retarget_config
 from rynn_common.description import D435I_COLOR
+from rynn_retarget.config import load_retarget_config
 from rynn_retarget.kinematics.calibration import load_calibration, save_calibration
 from rynn_retarget.kinematics.transforms import rotation_angle, wrist_target
 from rynn_retarget.operator.frame import HandSkeleton, OperatorFrame

@@ -26,6 +26,7 @@ import numpy as np
 
 from rynn_common.description import CameraIntrinsics
 
+
 class CameraSourceError(RuntimeError):
     """No usable colour stream: the message names the device, file or format and why."""
 

@@ -16,9 +16,9 @@ from rynn_robot_bridge.bridge.joint_limits import JointLimits, joint_limits_from
 from rynn_robot_bridge.bridge.mode import Mode
 from rynn_robot_bridge.bridge.settings import BridgeSettings, load_bridge_settings
 from rynn_robot_bridge.bridge.transition import SafeTransition, TransitionLimits
+from rynn_robot_bridge.image_layout import ImageHeader
 from rynn_robot_bridge.lcm_protocol import RobotState
 from rynn_robot_bridge.robot_safety import Fault
-from rynn_robot_bridge.image_layout import ImageHeader
 
 RATE = 200.0
 DT = 1.0 / RATE
@@ -64,7 +64,10 @@ def test_mode_values_match_the_interface_constants():
 def test_router_forwards_only_the_active_source_and_switches():
     router = CameraRouter(Mode.REAL, CANONICAL, stall_timeout_s=0.5, now=0.0)
     published = []
-    offer = lambda source, stamp: router.offer_image(source, image(stamp, CANONICAL), 0.1, CLOCK_NS, lambda: published.append((source, stamp)))
+
+    def offer(source, stamp):
+        return router.offer_image(source, image(stamp, CANONICAL), 0.1, CLOCK_NS, lambda: published.append((source, stamp)))
+
     assert offer(Mode.REAL, 1) is Routed.FORWARDED
     assert offer(Mode.DIGITAL, 1) is Routed.INACTIVE_SOURCE
     router.switch(Mode.DIGITAL, now=0.2)
@@ -108,10 +111,13 @@ def test_no_frame_of_the_old_source_is_published_after_switch_returns():
 
 def test_router_rejects_other_formats_and_frames_whose_stamp_does_not_advance():
     router = CameraRouter(Mode.DIGITAL, CANONICAL, stall_timeout_s=0.5, now=0.0)
-    publish = lambda: None
-    assert router.offer_image(Mode.DIGITAL, image(10, FrameFormat("bgr8", 640, 480, CANONICAL.frame_id)), 0.0, CLOCK_NS, publish) is Routed.WRONG_FORMAT
-    assert router.offer_image(Mode.DIGITAL, image(10, FrameFormat("rgb8", 832, 480, CANONICAL.frame_id)), 0.0, CLOCK_NS, publish) is Routed.WRONG_FORMAT
-    assert router.offer_image(Mode.DIGITAL, image(10, FrameFormat("rgb8", 640, 480, "camera_link")), 0.0, CLOCK_NS, publish) is Routed.WRONG_FORMAT
+
+    def publish():
+        pass
+
+    for wrong in (FrameFormat("bgr8", 640, 480, CANONICAL.frame_id), FrameFormat("rgb8", 832, 480, CANONICAL.frame_id),
+                  FrameFormat("rgb8", 640, 480, "camera_link")):
+        assert router.offer_image(Mode.DIGITAL, image(10, wrong), 0.0, CLOCK_NS, publish) is Routed.WRONG_FORMAT
     assert router.offer_image(Mode.DIGITAL, image(10, CANONICAL), 0.0, CLOCK_NS, publish) is Routed.FORWARDED
     assert router.offer_image(Mode.DIGITAL, image(10, CANONICAL), 0.0, CLOCK_NS, publish) is Routed.STAMP_NOT_ADVANCING  # repeated
     assert router.offer_image(Mode.DIGITAL, image(9, CANONICAL), 0.0, CLOCK_NS, publish) is Routed.STAMP_NOT_ADVANCING  # reordered

@@ -88,11 +88,10 @@ class Operator:
     def __init__(self, node, action: np.ndarray):
         from diagnostic_msgs.msg import DiagnosticArray
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-        from sensor_msgs.msg import CameraInfo, Image, JointState
-        from std_msgs.msg import Header, String
-
         from rynn_teleop_msgs.msg import RobotAction, TeleopStatus
         from rynn_teleop_msgs.srv import SetMode
+        from sensor_msgs.msg import CameraInfo, Image, JointState
+        from std_msgs.msg import Header, String
 
         self.node, self.Header, self.Image, self.CameraInfo = node, Header, Image, CameraInfo
         self.RobotAction, self.SetMode = RobotAction, SetMode
@@ -231,7 +230,8 @@ def test_real_digital_real_round_trip(ros_node, start_process, helpers, lcm_url)
         # Real mode: the robot is brought to the operator's command and /joint_states is its measured state.
         assert wait_until(lambda: operator.modes[-1:] == ["real"], 30.0, spin=spin), read_log(bridge)
         assert wait_until(lambda: np.allclose(robot.position, first_target, atol=1e-9), 30.0, spin=spin), read_log(bridge)
-        assert wait_until(lambda: len(operator.joint_states) > 20 and np.allclose(operator.joint_states[-1].position, first_target), 10.0, spin=spin)
+        assert wait_until(lambda: len(operator.joint_states) > 20
+                          and np.allclose(operator.joint_states[-1].position, first_target), 10.0, spin=spin)
         assert list(operator.joint_states[-1].name) == joint_names()
         assert all(tuple(js.position) in robot.published_positions for js in operator.joint_states[-20:])
         assert wait_until(lambda: sum(1 for s, _, _ in operator.frames if s == "real") >= 5, 20.0, spin=spin)
@@ -334,7 +334,8 @@ def test_world_model_stall_and_refused_switch_without_robot_state(ros_node, star
     # The world model dies: a fault, and the canonical camera goes quiet (no stale frame, no real frame).
     operator.sources_on["digital"] = False
     assert wait_until(lambda: any("digital camera stalled" in f for f in operator.faults()), 5.0, spin=spin), read_log(bridge)
-    assert wait_until(lambda: operator.diagnostics and "digital camera stalled" in operator.diagnostics[-1].status[0].message, 5.0, spin=spin)
+    assert wait_until(lambda: operator.diagnostics and "digital camera stalled" in operator.diagnostics[-1].status[0].message,
+                      5.0, spin=spin)
     assert operator.diagnostics[-1].status[0].level == operator.diagnostics[-1].status[0].ERROR
     stalled_at, statuses_seen = len(operator.frames), len(operator.statuses)
     assert wait_until(lambda: len(operator.statuses) >= statuses_seen + 10, 5.0, spin=spin)  # another 0.5 s of status
@@ -350,8 +351,10 @@ def test_world_model_stall_and_refused_switch_without_robot_state(ros_node, star
     # A best-effort camera publisher cannot match the bridge's reliable source subscription: reported, not silent.
     from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-    ros_node.create_publisher(operator.Image, "/rynn/digital/camera/color/image_raw", QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT))
-    assert wait_until(lambda: any("offers incompatible QoS (RELIABILITY)" in f for f in operator.faults()), 10.0, spin=spin), read_log(bridge)
+    best_effort = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
+    ros_node.create_publisher(operator.Image, "/rynn/digital/camera/color/image_raw", best_effort)
+    assert wait_until(lambda: any("offers incompatible QoS (RELIABILITY)" in f for f in operator.faults()), 10.0, spin=spin), (
+        read_log(bridge))
 
 
 def test_invalid_start_mode_stops_the_node_with_the_reason(start_process, helpers, lcm_url):
@@ -421,7 +424,7 @@ def test_a_frame_whose_step_and_data_cannot_hold_the_image_is_not_relayed(ros_no
                                                  (3, WIDTH * 3, bytes(WIDTH * 3 * HEIGHT + 7))), start=1):
         bad_stamps.append(operator.now_ns())
         operator.publish_frame("digital", bad_stamps[-1], pixel, step=step, data=data)
-        assert wait_until(lambda: operator.rejected("digital_camera_bad_layout") == count, 10.0, spin=spin), read_log(bridge)
+        assert wait_until(lambda count=count: operator.rejected("digital_camera_bad_layout") == count, 10.0, spin=spin), read_log(bridge)
     operator.sources_on["digital"] = True
     sent_at = operator.now_ns()
     assert wait_until(lambda: frames_from(operator, "digital", sent_at) >= 5, 10.0, spin=spin), read_log(bridge)

@@ -8,11 +8,10 @@ import numpy as np
 import pytest
 from rosbags.rosbag2 import Reader
 
-from rynn_robot_bridge.recording.metadata import file_sha256
+from recorded_bags import HEIGHT, SECOND, WIDTH, BagBuilder, SkeletonBagBuilder
 from rynn_robot_bridge.episodes.bag_writer import make_typestore
 from rynn_robot_bridge.export.clips import export_clips
-
-from recorded_bags import HEIGHT, SECOND, WIDTH, BagBuilder, SkeletonBagBuilder
+from rynn_robot_bridge.recording.metadata import file_sha256
 
 
 def test_clips_match_the_generator_layout_and_resume(tmp_path):

@@ -12,12 +12,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from recorded_bags import HEIGHT, WIDTH, BagBuilder
+from ros_test_tools import node_env
 from rynn_common.action_layout import joint_names
 from rynn_robot_bridge.export.bag_episode import EpisodeExportError, find_bags, load_episode
 from rynn_robot_bridge.export.lerobot import IMAGE_KEY, export
 from rynn_robot_bridge.recording.metadata import file_sha256
-from recorded_bags import HEIGHT, WIDTH, BagBuilder
-from ros_test_tools import node_env
 
 
 @pytest.fixture(scope="module")

@@ -14,10 +14,8 @@ import pytest
 
 rs = pytest.importorskip("pyrealsense2")
 
-from rynn_robot_bridge.realsense_source import (  # noqa: E402
-    CameraSourceError, RealSenseColorStream, RealSenseSettings, TimestampMapper,
-)
 from ros_test_tools import node_env, read_log, wait_until  # noqa: E402
+from rynn_robot_bridge.realsense_source import CameraSourceError, RealSenseColorStream, RealSenseSettings, TimestampMapper  # noqa: E402
 
 WIDTH, HEIGHT, FPS = 64, 48, 30
 FRAMES = 60  # 2 s at 30 FPS: the node's subscriber has time to be discovered while it plays
@@ -51,7 +49,7 @@ def record_software_camera(path: Path, frames: int = FRAMES, width: int = WIDTH,
     profile = sensor.add_video_stream(stream)
     device.register_info(rs.camera_info.serial_number, "000111222")
     device.register_info(rs.camera_info.name, "Software D435i")
-    recorder = rs.recorder(str(path), device)
+    _recorder = rs.recorder(str(path), device)  # records while it lives
     queue = rs.frame_queue(frames)
     sensor.open(profile)
     sensor.start(queue)

@@ -12,11 +12,11 @@ from mcap.reader import make_reader
 from rosbags.rosbag2 import Reader
 
 from rynn_common.description import default_urdf_path
-from rynn_robot_bridge.recording.metadata import (SIDECAR_NAME, EpisodeSetup, checkpoint_sha256,
-                                                  file_sha256, portable_name)
+from rynn_robot_bridge.recording.metadata import SIDECAR_NAME, EpisodeSetup, checkpoint_sha256, file_sha256, portable_name
 from rynn_robot_bridge.recording.recorder import EpisodeRecorder, RecorderError, RecorderSettings
-from rynn_robot_bridge.recording.recover import find_incomplete, main as recover_main, recover_episode
-from rynn_robot_bridge.recording.rosbag2_mcap import LATCHED_QOS, INFINITE_NS, OfferedQos, make_typestore
+from rynn_robot_bridge.recording.recover import find_incomplete, recover_episode
+from rynn_robot_bridge.recording.recover import main as recover_main
+from rynn_robot_bridge.recording.rosbag2_mcap import INFINITE_NS, LATCHED_QOS, OfferedQos, make_typestore
 from rynn_robot_bridge.recording.settings import load_recorder_settings, parse_topic
 
 ACTION = "rynn_teleop_msgs/msg/RobotAction"
@@ -68,7 +68,8 @@ def test_episode_bag_holds_latched_mode_counts_and_setup(recorder, tmp_path):
     info = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
     custom = info["custom_data"]
     assert info["storage_identifier"] == "mcap"
-    assert (custom["mode"], custom["task"], custom["operator_id"], custom["modes_seen"]) == ("digital", "stack cups", "op-3", "digital,real")
+    assert (custom["mode"], custom["task"], custom["operator_id"], custom["modes_seen"]) == (
+        "digital", "stack cups", "op-3", "digital,real")
     assert custom["robot_description_sha256"] == file_sha256(default_urdf_path())
     assert custom["world_model_checkpoint_sha256"] == checkpoint_sha256(tmp_path / "checkpoint") != "none"
     assert json.loads(custom["topic_counts"])["/rynn/action"] == {"received": 10, "written": 10, "failed": 0, "lost": 0}
@@ -95,7 +96,7 @@ def test_start_stop_discard_answer_by_state(recorder, tmp_path):
 
 def test_a_failed_write_is_counted_not_silent(recorder):
     recorder.start("t", "o", 1, 0.0)
-    with pytest.raises(Exception):
+    with pytest.raises(KeyError):  # no such message type
         recorder.offer("/bogus", "no_pkg/msg/Nothing", b"\x00\x01\x00\x00", 10)
     summary = recorder.stop()
     assert summary["topics"]["/bogus"] == {"received": 1, "written": 0, "failed": 1, "lost": 0}
@@ -135,7 +136,8 @@ def test_recover_rebuilds_a_torn_bag_up_to_its_last_flush(recorder, tmp_path):
 
 def test_config_file_and_topic_entries(tmp_path):
     settings = load_recorder_settings()
-    assert "/rynn/action rynn_teleop_msgs/msg/RobotAction" in settings.topics and settings.latched_topics == ["/rynn/mode", "/tf_static", "/robot_description"]
+    assert "/rynn/action rynn_teleop_msgs/msg/RobotAction" in settings.topics
+    assert settings.latched_topics == ["/rynn/mode", "/tf_static", "/robot_description"]
     assert parse_topic("/joint_states sensor_msgs/msg/JointState") == ("/joint_states", "sensor_msgs/msg/JointState")
     with pytest.raises(ValueError, match="must be"):
         parse_topic("/joint_states")

@@ -52,13 +52,13 @@ class Feeder:
         from diagnostic_msgs.msg import DiagnosticArray
         from geometry_msgs.msg import TransformStamped
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from rynn_teleop_msgs.msg import RobotAction, TeleopStatus
         from sensor_msgs.msg import CameraInfo, Image, JointState
         from std_msgs.msg import String
         from std_srvs.srv import Trigger
         from tf2_msgs.msg import TFMessage
 
         from rynn_common.ros_conversions import make_robot_action
-        from rynn_teleop_msgs.msg import RobotAction, TeleopStatus
 
         self.node, self.wait_until, self.Trigger = node, wait_until, Trigger
         self.types = {"Image": Image, "CameraInfo": CameraInfo, "JointState": JointState, "String": String,

@@ -15,12 +15,12 @@ import time
 import lcm
 import numpy as np
 import pytest
+from test_bridge_node import COMMAND_CHANNEL, STATE_CHANNEL, LcmRobot  # the servo robot on LCM, shared
 
 from ros_test_tools import wait_for_log
 from rynn_common.action_layout import ACTION_DIM
 from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
 from rynn_robot_bridge.lcm_protocol import MODE_HOLD, RobotState, decode_command, decode_state, encode_command, encode_state
-from test_bridge_node import COMMAND_CHANNEL, STATE_CHANNEL, LcmRobot  # the servo robot on LCM, shared
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -66,10 +66,9 @@ class Operator:
 
     def __init__(self, node, action: np.ndarray):
         from diagnostic_msgs.msg import DiagnosticArray
-        from sensor_msgs.msg import JointState
-
         from rynn_teleop_msgs.msg import RobotAction, TeleopStatus
         from rynn_teleop_msgs.srv import SetMode
+        from sensor_msgs.msg import JointState
 
         self.node, self.RobotAction, self.SetMode = node, RobotAction, SetMode
         self.action = action.copy()

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import yaml
 
+from ros_test_tools import read_log, wait_until
 from rynn_common.action_layout import joint_names
 from rynn_common.description import default_urdf_path
 from rynn_retarget.kinematics.robot_model import frame_pose, load_model
 from rynn_robot_bridge.robot_state import RobotStatePublisherCore, quaternions_xyzw
-from ros_test_tools import read_log, wait_until
 
 CAMERA = "camera_color_optical_frame"
 TIMEOUT = 60.0

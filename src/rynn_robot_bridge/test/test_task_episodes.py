@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 pytest.importorskip("rynn_retarget.pipeline")
-import rynn_robot_bridge.sim  # noqa: E402,F401  (headless GL before mujoco loads)
-from rynn_retarget.pipeline import ARM_SLICES, RetargetPipeline  # noqa: E402
-from rynn_robot_bridge.episodes.generate import main  # noqa: E402
-from rynn_robot_bridge.episodes.rollout import EpisodeSettings, make_operator  # noqa: E402
-from rynn_robot_bridge.sim.simulator import SimulatedRobot  # noqa: E402
+import rynn_robot_bridge.sim  # noqa: F401  (headless GL before mujoco loads)
+from rynn_retarget.pipeline import ARM_SLICES, RetargetPipeline
+from rynn_robot_bridge.episodes.generate import main
+from rynn_robot_bridge.episodes.rollout import EpisodeSettings, make_operator
+from rynn_robot_bridge.sim.simulator import SimulatedRobot
 
 ARGS = ["--tasks", "dual_picking", "--episodes", "2", "--seed", "3", "--duration", "2.0", "--fps", "4",
         "--width", "96", "--height", "72"]

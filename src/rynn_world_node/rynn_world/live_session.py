@@ -237,7 +237,7 @@ class LiveWorldSession:
         try:
             with self.stats.timed("step"):
                 frames = self.model.step()
-        except Exception as error:  # noqa: BLE001 - reported; the caller stops the stream
+        except Exception as error:  # reported; the caller stops the stream
             self.failed = error
             self.stats.set_fault("generation", f"world model failed: {error}")
             self._clear_outbox("generation_failed")

@@ -59,9 +59,9 @@ def test_teacher_forcing_equals_streaming_with_the_window_wrapping(block_frames)
         committed = model.forward_cached(latents[:, :, block], 0.0, cache, context, rope, control=control[:, :, block],
                                          commit=True)
         torch.testing.assert_close(trained[:, :, f - 1 + start: f - 1 + start + block_frames], denoised,
-                                   atol=1e-5, rtol=1e-5, msg=lambda m: f"noisy block at frame {start}: {m}")
+                                   atol=1e-5, rtol=1e-5, msg=lambda m, start=start: f"noisy block at frame {start}: {m}")
         torch.testing.assert_close(trained[:, :, block], committed, atol=1e-5, rtol=1e-5,
-                                   msg=lambda m: f"clean block at frame {start}: {m}")
+                                   msg=lambda m, start=start: f"clean block at frame {start}: {m}")
 
     # the window matters: attending to the whole past (the old teacher-forcing context) differs after it wraps
     whole_past = _teacher_forced(model, latents, noisy, control, sigma, block_frames, window_blocks=blocks)

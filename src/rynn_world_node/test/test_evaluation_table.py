@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 import torch
+from test_training_pipeline import make_vitra_clips
 
 from rynn_world.evaluation.evaluate import EvalConfig, evaluate
 from rynn_world.evaluation.metrics import SKIPPED, FVDMetric, LPIPSMetric, psnr, ssim
@@ -14,7 +15,6 @@ from rynn_world.model.vae import build_vae
 from rynn_world.training.config import DataConfig
 from rynn_world.training.export import save_world_model
 from rynn_world.training.package_default import package_default
-from test_training_pipeline import make_vitra_clips
 
 
 def test_psnr_and_ssim_values():

@@ -4,8 +4,7 @@ import numpy as np
 import torch
 
 from rynn_world.model.configs import get_config
-from rynn_world.model.vae import (StreamingVAEDecoder, StreamingVAEEncoder, build_vae, rgb_to_tensor,
-                                  tensor_to_rgb)
+from rynn_world.model.vae import StreamingVAEDecoder, StreamingVAEEncoder, build_vae, rgb_to_tensor, tensor_to_rgb
 
 CFG = get_config("tiny")
 

@@ -4,6 +4,7 @@ text embedding's initialisation, which parameters the LoRA path trains, and the 
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
+from test_training_pipeline import make_vitra_clips
 
 from rynn_world.model.configs import get_config
 from rynn_world.model.control import ControlAlignment
@@ -11,12 +12,10 @@ from rynn_world.model.transformer import RynnWorldTransformer
 from rynn_world.model.vae import build_vae
 from rynn_world.training.config import DataConfig, OptimConfig, RunConfig, TrainConfig
 from rynn_world.training.ema import EMA
-from rynn_world.training.export import (NULL_TEXT_FILE, load_or_build_transformer, save_null_text_embedding,
-                                        save_world_model)
-from rynn_world.training.lora import add_lora, export_transformer
+from rynn_world.training.export import NULL_TEXT_FILE, load_or_build_transformer, save_null_text_embedding, save_world_model
+from rynn_world.training.lora import export_transformer
 from rynn_world.training.losses import flow_matching_loss
 from rynn_world.training.train import build_trainable, train
-from test_training_pipeline import make_vitra_clips
 
 CFG = get_config("tiny")
 TEXT_DIM = CFG.transformer["text_dim"]

@@ -65,7 +65,8 @@ def arm_joints(side: str) -> list[ArmJoint]:
         ArmJoint("arm_joint2", (0.0, 0.0, 0.0), (1, 0, 0), abd_lo, abd_hi, 60.0, 2.6, 0.0, 0.055, 0.8),
         ArmJoint("arm_joint3", (0.0, 0.0, 0.0), (0, 0, sign), -1.6, 1.6, 30.0, 3.0, UPPER_ARM, 0.045, 1.6),
         ArmJoint("arm_joint4", (0.0, 0.0, -UPPER_ARM), (0, 1, 0), -2.5, 0.0, 30.0, 3.0, FOREARM_ROLL_OFFSET, 0.04, 0.6),
-        ArmJoint("arm_joint5", (0.0, 0.0, -FOREARM_ROLL_OFFSET), (0, 0, sign), -2.0, 2.0, 10.0, 3.5, FOREARM - FOREARM_ROLL_OFFSET, 0.035, 0.9),
+        ArmJoint("arm_joint5", (0.0, 0.0, -FOREARM_ROLL_OFFSET), (0, 0, sign), -2.0, 2.0, 10.0, 3.5,
+                 FOREARM - FOREARM_ROLL_OFFSET, 0.035, 0.9),
         ArmJoint("arm_joint6", (0.0, 0.0, -(FOREARM - FOREARM_ROLL_OFFSET)), (0, 1, 0), -1.1, 1.1, 10.0, 3.5, 0.0, 0.03, 0.2),
         ArmJoint("arm_joint7", (0.0, 0.0, 0.0), (1, 0, 0), -0.7, 0.7, 10.0, 3.5, FLANGE, 0.03, 0.3),
     ]

@@ -8,13 +8,13 @@ the tracker node publishes on /tf), so consumers can place it with TF.
 from __future__ import annotations
 
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rynn_teleop_msgs.msg import BimanualSkeleton
+
 from rynn_common.node_runner import run_node
 from rynn_common.ros_conversions import make_bimanual_skeleton
 from rynn_common.ros_names import HANDS_TOPIC
-
 from rynn_retarget.nodes.operator_input import OperatorInputNode
 from rynn_retarget.operator.frame import OperatorFrame
-from rynn_teleop_msgs.msg import BimanualSkeleton
 
 
 class GloveNode(OperatorInputNode):

@@ -6,8 +6,8 @@ from __future__ import annotations
 from rclpy.node import Node
 
 from rynn_retarget.operator.feed import OperatorFeed, SourceSettings, open_source
-from rynn_retarget.operator.synthetic import FRAME_PARTS
 from rynn_retarget.operator.frame import OperatorFrame
+from rynn_retarget.operator.synthetic import FRAME_PARTS
 
 DEFAULTS = SourceSettings()
 

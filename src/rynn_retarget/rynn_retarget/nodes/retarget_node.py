@@ -29,18 +29,17 @@ import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rynn_teleop_msgs.msg import BimanualSkeleton, RobotAction, TeleopStatus
+from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
+from tf2_msgs.msg import TFMessage
+
 from rynn_common.action_layout import joint_names
 from rynn_common.config_paths import find_config
 from rynn_common.node_runner import run_node
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.qos import RECORDED_STREAM_QOS, TF_QOS
-from rynn_common.ros_conversions import (
-    make_bimanual_skeleton,
-    make_diagnostics,
-    make_robot_action,
-    make_teleop_status,
-    seconds_from_time,
-)
+from rynn_common.ros_conversions import make_bimanual_skeleton, make_diagnostics, make_robot_action, make_teleop_status, seconds_from_time
 from rynn_common.ros_names import (
     ACTION_TOPIC,
     BASE_FRAME,
@@ -52,17 +51,12 @@ from rynn_common.ros_names import (
     TF_TOPIC,
 )
 from rynn_common.skeleton_arrays import bimanual_skeleton_to_arrays
-from sensor_msgs.msg import JointState
-from std_srvs.srv import Trigger
-from tf2_msgs.msg import TFMessage
-
 from rynn_retarget.config import load_retarget_config
 from rynn_retarget.input_guard import StampBound
 from rynn_retarget.kinematics.calibration import save_calibration
 from rynn_retarget.kinematics.transforms import matrix_from_transform
 from rynn_retarget.operator.frame import TRACKER_NAMES, HandSkeleton, OperatorFrame
 from rynn_retarget.pipeline import RetargetPipeline
-from rynn_teleop_msgs.msg import BimanualSkeleton, RobotAction, TeleopStatus
 
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 SIDES = ("left", "right")

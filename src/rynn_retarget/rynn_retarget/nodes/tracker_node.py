@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 from geometry_msgs.msg import Quaternion, Transform, TransformStamped, Vector3
-from rynn_common.node_runner import run_node
-from rynn_common.qos import TF_QOS
-from rynn_common.ros_names import TF_TOPIC
 from std_msgs.msg import Header
 from tf2_msgs.msg import TFMessage
 from transforms3d.quaternions import mat2quat
 
+from rynn_common.node_runner import run_node
+from rynn_common.qos import TF_QOS
+from rynn_common.ros_names import TF_TOPIC
 from rynn_retarget.nodes.operator_input import OperatorInputNode
 from rynn_retarget.operator.frame import TRACKER_NAMES, OperatorFrame
 

@@ -111,7 +111,7 @@ class OperatorFeed:
     def _deliver(self, frame: OperatorFrame) -> None:
         try:
             self._on_frame(frame)
-        except Exception as error:  # noqa: BLE001 - one bad frame must not end the stream
+        except Exception as error:  # one bad frame must not end the stream
             self.errors += 1
             self._on_error(error)
 

@@ -24,7 +24,7 @@ class OpenVrTrackerSource:
         if unknown:
             raise ValueError(f"unknown tracker roles {sorted(unknown)}; expected {TRACKER_NAMES}")
         try:
-            import openvr  # noqa: PLC0415 - optional dependency, only needed for live trackers
+            import openvr  # optional dependency, only needed for live trackers
         except ImportError as error:
             raise DeviceUnavailableError(
                 "Vive trackers need the 'openvr' Python package (pip install openvr) and SteamVR; "

@@ -21,7 +21,6 @@ from typing import Iterable, Iterator
 
 from rynn_common.ros_names import HANDS_TOPIC, TF_TOPIC
 from rynn_common.skeleton_arrays import bimanual_skeleton_to_arrays
-
 from rynn_retarget.kinematics.transforms import matrix_from_transform
 from rynn_retarget.operator.codec import frame_from_dict, frame_to_dict
 from rynn_retarget.operator.frame import TRACKER_NAMES, HandSkeleton, OperatorFrame
@@ -64,12 +63,11 @@ def read_session(path: str | Path) -> tuple[dict, list[OperatorFrame]]:
 
 
 
-def read_bag_session(bag: str | Path, hands_topic: str = HANDS_TOPIC, world_frame: str = "operator_world") -> tuple[dict, list[OperatorFrame]]:
+def read_bag_session(bag: str | Path, hands_topic: str = HANDS_TOPIC,
+                     world_frame: str = "operator_world") -> tuple[dict, list[OperatorFrame]]:
     """(meta, frames) of a recorded episode bag: one frame per tracker sample (all five trackers under
     ``world_frame``, frames ``operator_<tracker>``), stamped with its receive time in the bag."""
-    from rosbags.highlevel import (
-        AnyReader,  # the bag's own message definitions: no project types needed
-    )
+    from rosbags.highlevel import AnyReader  # the bag's own message definitions: no project types needed
     from rosbags.typesys import Stores, get_typestore
 
     names = {f"operator_{name}": name for name in TRACKER_NAMES}

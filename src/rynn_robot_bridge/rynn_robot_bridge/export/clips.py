@@ -29,8 +29,7 @@ from tqdm import tqdm
 from rynn_common.directories import directory_in_progress
 from rynn_robot_bridge.episodes.bag_writer import EpisodeBagWriter
 from rynn_robot_bridge.episodes.generate import INDEX_NAME, episode_dir, write_episode_files, write_index
-from rynn_robot_bridge.export.bag_episode import (AlignedEpisode, EpisodeExportError, ExportTopics, bag_sha256, find_bags,
-                                                  load_episode)
+from rynn_robot_bridge.export.bag_episode import AlignedEpisode, EpisodeExportError, ExportTopics, bag_sha256, find_bags, load_episode
 
 
 def task_dir_name(task: str) -> str:

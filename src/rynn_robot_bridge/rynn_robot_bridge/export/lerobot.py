@@ -28,8 +28,7 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from rynn_common.action_layout import ACTION_DIM, joint_names
-from rynn_robot_bridge.export.bag_episode import (AlignedEpisode, EpisodeExportError, ExportTopics, bag_sha256, find_bags,
-                                                  load_episode)
+from rynn_robot_bridge.export.bag_episode import AlignedEpisode, EpisodeExportError, ExportTopics, bag_sha256, find_bags, load_episode
 
 CODEBASE_VERSION = "v3.0"
 IMAGE_KEY = "observation.images.egocentric"

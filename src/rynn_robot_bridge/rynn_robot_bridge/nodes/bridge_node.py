@@ -39,38 +39,27 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rynn_teleop_msgs.msg import RobotAction, TeleopStatus
+from rynn_teleop_msgs.srv import SetMode
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from std_msgs.msg import String
+
 from rynn_common.action_layout import joint_names
 from rynn_common.node_runner import run_node
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.qos import LATCHED_QOS, RECORDED_STREAM_QOS
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status
-from rynn_common.ros_names import (
-    ACTION_TOPIC,
-    DIAGNOSTICS_TOPIC,
-    JOINT_STATES_TOPIC,
-    MODE_TOPIC,
-    SET_MODE_SERVICE,
-    STATUS_TOPIC,
-)
-from sensor_msgs.msg import CameraInfo, Image, JointState
-from std_msgs.msg import String
-
+from rynn_common.ros_names import ACTION_TOPIC, DIAGNOSTICS_TOPIC, JOINT_STATES_TOPIC, MODE_TOPIC, SET_MODE_SERVICE, STATUS_TOPIC
 from rynn_robot_bridge.bridge.camera_router import CameraRouter, FrameFormat, Routed
 from rynn_robot_bridge.bridge.commander import RobotCommander
 from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
-from rynn_robot_bridge.bridge.lcm_link import (
-    LcmRobotLink,
-    receive_buffer_note,
-    with_receive_buffer,
-)
+from rynn_robot_bridge.bridge.lcm_link import LcmRobotLink, receive_buffer_note, with_receive_buffer
 from rynn_robot_bridge.bridge.mode import Mode
 from rynn_robot_bridge.bridge.rate_loop import FixedRateThread
 from rynn_robot_bridge.bridge.settings import BridgeSettings, load_bridge_settings
 from rynn_robot_bridge.config import LcmSettings, load_robot_config
 from rynn_robot_bridge.image_layout import read_image_header
 from rynn_robot_bridge.lcm_protocol import RobotState
-from rynn_teleop_msgs.msg import RobotAction, TeleopStatus
-from rynn_teleop_msgs.srv import SetMode
 
 NODE_NAME = "rynn_bridge"
 CANONICAL_CAMERA_QOS = QoSProfile(

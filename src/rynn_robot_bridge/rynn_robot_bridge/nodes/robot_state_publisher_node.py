@@ -15,27 +15,17 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import TransformStamped
 from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Header, String
+from tf2_msgs.msg import TFMessage
+
 from rynn_common.description import resolve_urdf_path
 from rynn_common.node_runner import run_node
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.qos import LATCHED_QOS, TF_QOS
 from rynn_common.ros_conversions import make_diagnostics
-from rynn_common.ros_names import (
-    DIAGNOSTICS_TOPIC,
-    JOINT_STATES_TOPIC,
-    ROBOT_DESCRIPTION_TOPIC,
-    TF_STATIC_TOPIC,
-    TF_TOPIC,
-)
-from sensor_msgs.msg import JointState
-from std_msgs.msg import Header, String
-from tf2_msgs.msg import TFMessage
-
-from rynn_robot_bridge.robot_state import (
-    LinkTransform,
-    RobotStatePublisherCore,
-    quaternions_xyzw,
-)
+from rynn_common.ros_names import DIAGNOSTICS_TOPIC, JOINT_STATES_TOPIC, ROBOT_DESCRIPTION_TOPIC, TF_STATIC_TOPIC, TF_TOPIC
+from rynn_robot_bridge.robot_state import LinkTransform, RobotStatePublisherCore, quaternions_xyzw
 
 NODE_NAME = "robot_state_publisher"
 

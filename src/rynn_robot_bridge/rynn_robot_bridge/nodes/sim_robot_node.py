@@ -28,7 +28,6 @@ from rynn_robot_bridge.sim.realtime import RealtimeSimRobot
 from rynn_robot_bridge.sim.simulator import SimulatedRobot
 
 
-
 class SimRobotNode(Node):
     def __init__(self):
         super().__init__("sim_robot")

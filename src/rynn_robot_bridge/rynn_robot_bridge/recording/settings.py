@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import yaml
+
 from rynn_common.ros_names import (
     ACTION_TOPIC,
     CAMERA_INFO_TOPIC,

@@ -40,12 +40,7 @@ from rynn_common.description import D435I_COLOR
 from rynn_common.node_runner import run_node
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.qos import LATCHED_QOS
-from rynn_common.ros_conversions import (
-    make_diagnostics,
-    make_teleop_status,
-    seconds_from_time,
-    time_from_seconds,
-)
+from rynn_common.ros_conversions import make_diagnostics, make_teleop_status, seconds_from_time, time_from_seconds
 from rynn_common.ros_names import (
     CAMERA_FRAME,
     CAMERA_SKELETON_TOPIC,
@@ -59,8 +54,8 @@ from rynn_common.ros_names import (
 from rynn_robot_bridge.ros_camera import image_to_rgb, make_camera_info, make_image
 from rynn_world.live_session import LiveWorldSession, SessionSettings
 from rynn_world.model.configs import get_config
-from rynn_world.skeleton import ControlSample
 from rynn_world.nodes.model_loading import load_streaming_model
+from rynn_world.skeleton import ControlSample
 
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 LATEST_ONLY = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -180,7 +175,7 @@ class WorldModelNode(Node):
         while self._running:
             try:
                 wait = self.session.run_once()
-            except Exception as error:  # noqa: BLE001 - reported by the session; keep the node alive
+            except Exception as error:  # reported by the session; keep the node alive
                 self.get_logger().error(f"world model step failed, stream stopped: {error}")
                 return
             if wait > 0:

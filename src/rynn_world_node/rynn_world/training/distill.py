@@ -24,8 +24,8 @@ from .config import DistillConfig, run_from_command_line
 from .datasets import build_latent_dataset, sample_batch
 from .ema import EMA
 from .export import load_or_build_transformer, load_vae, save_world_model
+from .loop import TrainingLoop, adamw, average_gradients, lr_schedule, make_accelerator, step_generator
 from .lora import export_transformer
-from .loop import TrainingLoop, adamw, average_gradients, make_accelerator, step_generator, lr_schedule
 from .losses import dmd_generator_loss, flow_matching_loss, observe_control_statistics, sample_sigmas
 
 

@@ -5,8 +5,8 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
 
 def plot_losses(history: dict[str, list[tuple[int, float]]], path: Path, title: str) -> Path:

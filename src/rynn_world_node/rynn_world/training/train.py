@@ -19,10 +19,9 @@ from .config import TrainConfig, run_from_command_line
 from .datasets import build_latent_dataset, check_prompts_cover_tasks, sample_batch
 from .ema import EMA
 from .export import load_or_build_transformer, load_vae, read_prompt_embeddings, save_world_model
+from .loop import TrainingLoop, adamw, lr_schedule, make_accelerator, step_generator
 from .lora import CONTROL_BRANCH, add_lora, export_transformer, trainable_named_parameters
 from .losses import flow_matching_loss, observe_control_statistics, sample_sigmas
-from .loop import TrainingLoop, adamw, make_accelerator, step_generator, lr_schedule
-
 
 STAGES = (1, 2, "ti2v")
 

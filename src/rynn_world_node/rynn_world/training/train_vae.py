@@ -20,7 +20,7 @@ from ..model.vae import StreamingVAEEncoder, rgb_to_tensor
 from .config import VAETrainConfig, run_from_command_line
 from .datasets import build_clip_dataset
 from .export import load_vae, save_world_model
-from .loop import TrainingLoop, adamw, average_gradients, make_accelerator, step_generator, lr_schedule
+from .loop import TrainingLoop, adamw, average_gradients, lr_schedule, make_accelerator, step_generator
 
 
 def random_crop(video: torch.Tensor, crop: tuple[int, int] | None, generator: torch.Generator) -> torch.Tensor:

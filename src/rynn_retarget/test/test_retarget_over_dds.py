@@ -40,8 +40,8 @@ def test_retarget_node_follows_the_synthetic_operator(ros_node, operator_graph):
     from tf2_msgs.msg import TFMessage
 
     from rynn_common.action_layout import LEFT_ARM, RIGHT_ARM, RIGHT_HAND
-    from rynn_retarget.config import load_retarget_config
     from rynn_common.config_paths import find_config
+    from rynn_retarget.config import load_retarget_config
     from rynn_retarget.kinematics.transforms import matrix_from_transform
     from rynn_retarget.pipeline import RetargetPipeline
 
