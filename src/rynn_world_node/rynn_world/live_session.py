@@ -37,7 +37,11 @@ IDLE_WAIT_S = 0.1  # how long the generation thread sleeps when nothing can happ
 
 @dataclass(frozen=True)
 class SessionSettings:
-    reanchor_every: int = 81  # frames per chunk, the reference included (the paper's 81)
+    # Frames per chunk, the reference included: the reference + 8 blocks of 4 (2 s at 16 FPS), not the
+    # paper's 81. benchmarks/bench_ab_fidelity.py (embedded_cpu, no re-anchoring) measured the drift:
+    # PSNR against the real camera falls 1.5-3.4 dB over the first 2 s and levels off by 4 s, so an
+    # 81-frame (5 s) chunk re-anchors only after the drift is complete; 33 bounds it to the first drop.
+    reanchor_every: int = 33
     skeleton_timeout: float = 0.5  # [s] without a skeleton the stream holds the last one, paced by the clock
     max_frame_age: float = 0.5  # [s] a frame older than this when due is dropped
     publish_interval: float | None = None  # [s] between a block's frames; None: a quarter of a model period

@@ -186,10 +186,18 @@ def test_periodic_reanchor_chunks_hold_exactly_reanchor_every_frames_on_the_newe
 
 def test_the_default_81_frame_chunk_is_the_reference_plus_20_blocks(clock):
     """Issue 14 item 7: re-anchoring fired after 85 frames (84 generated + reference), not 81."""
-    session, stats, _ = make_session(clock)
+    session, stats, _ = make_session(clock, reanchor_every=81)
     session.offer_real_frame(real_frame(10))
     session.set_mode("digital")
     assert run_blocks(session, clock, 21) == [1] * 20 + [2]
+
+
+def test_the_default_chunk_is_the_reference_plus_8_blocks(clock):
+    """The default chosen from bench_ab_fidelity's drift curve (SessionSettings): 33 frames."""
+    session, _, _ = make_session(clock)
+    session.offer_real_frame(real_frame(10))
+    session.set_mode("digital")
+    assert run_blocks(session, clock, 9) == [1] * 8 + [2]
 
 
 def test_mode_change_during_a_step_drops_its_frames_and_a_new_switch_anchors_again(clock):

@@ -22,6 +22,7 @@ import torch
 from tqdm import tqdm
 
 from ..data.latent_cache import encode_clip
+from ..live_session import SessionSettings
 from ..data.video import write_video
 from ..model.configs import get_config
 from ..training.config import DataConfig, load_config, parse_overrides
@@ -40,7 +41,7 @@ class EvalConfig:
     student_checkpoint: str | None = None
     student_no_dmd_checkpoint: str | None = None
     teacher_steps: int = 20
-    reanchor_every: int | None = 81  # the students' re-anchor interval, the live node's default
+    reanchor_every: int | None = SessionSettings.reanchor_every  # the students' re-anchor interval: the live node's
     data: DataConfig = field(default_factory=DataConfig)
     max_clips_per_task: int | None = None
     lpips_weights: str | None = None

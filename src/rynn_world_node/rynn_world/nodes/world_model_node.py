@@ -73,7 +73,7 @@ class WorldModelNode(Node):
         declare("vae_kernels", "auto")  # auto: "onednn" on the CPU (float32), else "reference"
         declare("seed", 0)
         declare("reference_image", "")
-        declare("reanchor_every", 81)  # frames per chunk, the reference included
+        declare("reanchor_every", SessionSettings.reanchor_every)  # frames per chunk, the reference included (why 33: SessionSettings)
         declare("follow_mode", True)
         declare("camera_width", D435I_COLOR.width)
         declare("camera_height", D435I_COLOR.height)
