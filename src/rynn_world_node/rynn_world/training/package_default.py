@@ -19,6 +19,7 @@ import yaml
 
 from .. import checkpoints
 from ..evaluation.evaluate import markdown_table
+from ..live_session import SessionSettings
 from ..model.configs import get_config
 from .export import load_or_build_transformer, load_vae
 
@@ -96,7 +97,7 @@ action-grounding gap). {verdict}.
 - Trained on {config.width}x{config.height} simulation only: the MuJoCo scenes' lighting, objects and the
   robot's appearance; real camera images are out of distribution.
 - Small enough for two CPU cores; detail is blurred (fingers, object edges) and long streams drift
-  until the node re-anchors on a real frame (every 81 frames).
+  until the node re-anchors on a real frame (every {SessionSettings.reanchor_every} frames).
 - LPIPS/FVD are not reported: their backbone weights cannot be downloaded on the build machines.
 
 License: Apache-2.0, as the rest of rynn_world.
