@@ -43,8 +43,14 @@ REPO = Path(__file__).resolve().parents[1]
 SOURCES = [REPO / "src" / p for p in ("rynn_common", "rynn_retarget", "rynn_world_node", "rynn_robot_bridge")]
 sys.path[:0] = [str(p) for p in SOURCES]
 from rynn_common.ros_names import (  # from the sources just put on sys.path
-    ACTION_TOPIC, DIAGNOSTICS_TOPIC, IMAGE_TOPIC, RECORDER_SERVICES, SET_MODE_SERVICE, STATUS_TOPIC,
+    ACTION_TOPIC,
+    DIAGNOSTICS_TOPIC,
+    IMAGE_TOPIC,
+    RECORDER_SERVICES,
+    SET_MODE_SERVICE,
+    STATUS_TOPIC,
 )
+
 os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(101, 200)))
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")

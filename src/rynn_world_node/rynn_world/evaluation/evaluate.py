@@ -22,8 +22,8 @@ import torch
 from tqdm import tqdm
 
 from ..data.latent_cache import encode_clip
-from ..live_session import SessionSettings
 from ..data.video import write_video
+from ..live_session import SessionSettings
 from ..model.configs import get_config
 from ..training.config import DataConfig, load_config, parse_overrides
 from ..training.datasets import build_clip_dataset
