@@ -15,8 +15,10 @@ from rynn_retarget.operator.task_plan import (
     OperatorStyle,
     SceneObject,
     SceneState,
+    axis_angle_matrix,
     hand_point,
     plan_task,
+    rotation_vector,
     sample_style,
 )
 from rynn_retarget.pipeline import ARM_SLICES, RetargetPipeline
@@ -146,3 +148,13 @@ def test_the_wrist_mapping_inverts_the_retarget_chain(pipeline):
         key = operator.plan.hand_at("left", t)
         np.testing.assert_allclose(palm[:3, 3], key.position, atol=1e-9)
         np.testing.assert_allclose(palm[:3, :3], key.rotation, atol=1e-9)
+
+
+def test_rotation_vector_inverts_axis_angle_also_at_zero_and_half_turns():
+    for vector in ([0.3, -1.0, 2.0], [np.pi, 0.0, 0.0], [0.0, np.pi - 1e-8, 0.0], [1e-8, 0.0, 0.0], [0.0, 0.0, 0.0]):
+        rotation = axis_angle_matrix(np.array(vector))
+        back = rotation_vector(rotation)
+        assert np.all(np.isfinite(back))
+        np.testing.assert_allclose(axis_angle_matrix(back), rotation, atol=1e-7)
+    nearly_identity = axis_angle_matrix(np.array([0.4, 0.1, -0.2])) @ axis_angle_matrix(np.array([-0.4, -0.1, 0.2]))
+    np.testing.assert_allclose(rotation_vector(nearly_identity), 0.0, atol=1e-9)

@@ -124,7 +124,7 @@ class TaskPlan:
         a, b = before.hand, after.hand
         if s == 0.0:
             return a
-        rotation = a.rotation @ axis_angle_matrix(s * _rotation_vector(a.rotation.T @ b.rotation))
+        rotation = a.rotation @ axis_angle_matrix(s * rotation_vector(a.rotation.T @ b.rotation))
         kind = b.grip_kind if b.grip >= a.grip else a.grip_kind
         return HandKey((1 - s) * a.position + s * b.position, rotation, (1 - s) * a.grip + s * b.grip, kind)
 
@@ -204,17 +204,20 @@ def axis_angle_matrix(vector: np.ndarray) -> np.ndarray:
     return np.eye(3) + np.sin(angle) * k + (1.0 - np.cos(angle)) * (k @ k)
 
 
-def _rotation_vector(rotation: np.ndarray) -> np.ndarray:
-    """Inverse of ``axis_angle_matrix`` (angle in [0, pi])."""
-    angle = np.arccos(np.clip((np.trace(rotation) - 1.0) / 2.0, -1.0, 1.0))
-    if angle < 1e-9:
+def rotation_vector(rotation: np.ndarray) -> np.ndarray:
+    """Inverse of ``axis_angle_matrix`` (angle in [0, pi]); the angle from atan2, so a rotation that is
+    the identity up to rounding gives zero, not a 0/0."""
+    skew = np.array([rotation[2, 1] - rotation[1, 2], rotation[0, 2] - rotation[2, 0], rotation[1, 0] - rotation[0, 1]])
+    sine, cosine = np.linalg.norm(skew) / 2.0, (np.trace(rotation) - 1.0) / 2.0
+    angle = float(np.arctan2(sine, cosine))
+    if sine > 1e-6:
+        return angle * skew / (2.0 * sine)
+    if cosine > 0.0:
         return np.zeros(3)
-    axis = np.array([rotation[2, 1] - rotation[1, 2], rotation[0, 2] - rotation[2, 0], rotation[1, 0] - rotation[0, 1]])
-    if angle > np.pi - 1e-6:  # the skew part vanishes: take the axis from the symmetric part
-        axis = np.sqrt(np.maximum((np.diag(rotation) + 1.0) / 2.0, 0.0))
-        axis[1] = np.copysign(axis[1], rotation[0, 1] + rotation[1, 0])
-        axis[2] = np.copysign(axis[2], rotation[0, 2] + rotation[2, 0])
-        return angle * axis / np.linalg.norm(axis)
+    # a half turn: the skew part vanishes, the axis comes from the symmetric part
+    axis = np.sqrt(np.maximum((np.diag(rotation) + 1.0) / 2.0, 0.0))
+    axis[1] = np.copysign(axis[1], rotation[0, 1] + rotation[1, 0])
+    axis[2] = np.copysign(axis[2], rotation[0, 2] + rotation[2, 0])
     return angle * axis / np.linalg.norm(axis)
 
 
