@@ -18,6 +18,7 @@ from .frame_clock import FrameClockResampler
 from .image_input import to_model_rgb
 from .model.causal import CausalStudentSampler
 from .model.configs import WorldModelConfig
+from .model.tiny_decoder import StreamingTinyDecoder, TinyVideoDecoder
 from .model.transformer import RynnWorldTransformer
 from .model.vae import StreamingVAEDecoder, StreamingVAEEncoder, build_vae, rgb_to_tensor, tensor_to_rgb, use_vae_kernels
 from .skeleton import CameraIntrinsics, ControlSample, SkeletonRenderer, SkeletonStyle, render_control
@@ -55,11 +56,14 @@ class StreamingWorldModel:
         seed: int = 0,
         reanchor_every: int | None = None,
         vae_kernels: str = "reference",
+        tiny_decoder: TinyVideoDecoder | None = None,
     ):
         """Random weights are used when no transformer / vae is given (tests, benchmarks).
 
         vae_kernels: "reference" (diffusers' kernels) or "onednn" (CPU float32 only: ~4x faster
-        VAE, outputs within float rounding; see model.vae.use_vae_kernels and the benchmark)."""
+        VAE, outputs within float rounding; see model.vae.use_vae_kernels and the benchmark).
+        tiny_decoder: decode the generated latents with this distilled decoder instead of the VAE's
+        (model.tiny_decoder; the VAE still encodes the reference and the skeletons)."""
         self.config = config
         self.device = torch.device(device) if device is not None else torch.device("cpu")
         self.dtype = dtype
@@ -82,7 +86,8 @@ class StreamingWorldModel:
             generator=self.generator,
         )
         self.encoder = StreamingVAEEncoder(self.vae)
-        self.decoder = StreamingVAEDecoder(self.vae)
+        self.decoder = (StreamingVAEDecoder(self.vae) if tiny_decoder is None
+                        else StreamingTinyDecoder(_placed(tiny_decoder, self.device, dtype)))
         self.resampler = FrameClockResampler(config.fps)
         self.timings = StageTimings()
         self._null_skeleton = np.zeros((config.height, config.width, 3), dtype=np.uint8)

@@ -71,6 +71,7 @@ class WorldModelNode(Node):
         declare("device", "auto")
         declare("torch_threads", 1)  # intra-op threads; 1 leaves the other core to the graph (0 = torch's default)
         declare("vae_kernels", "auto")  # auto: "onednn" on the CPU (float32), else "reference"
+        declare("decoder", "auto")  # auto: the checkpoint's distilled tiny decoder on the CPU, else the VAE's ("vae", "tiny")
         declare("seed", 0)
         declare("reference_image", "")
         declare("reanchor_every", SessionSettings.reanchor_every)  # frames per chunk, the reference included (why 33: SessionSettings)
@@ -98,7 +99,7 @@ class WorldModelNode(Node):
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.intrinsics = D435I_COLOR.scaled(int(get("camera_width")), int(get("camera_height")))
         model, described = load_streaming_model(config, get("checkpoint"), device, int(get("seed")), get("vae_kernels"),
-                                                self.intrinsics)
+                                                self.intrinsics, get("decoder"))
         if "random" in described:
             self.stats.set_fault("untrained_model", described)
             self.get_logger().warning(described)

@@ -85,6 +85,26 @@ class VAETrainConfig:
 
 
 @dataclass
+class TinyDecoderConfig:
+    """Distil a TinyVideoDecoder from a checkpoint's VAE decoder (serving on CPUs)."""
+
+    model: str = "embedded_cpu"
+    teacher_checkpoint: str = ""  # dir with vae/ and transformer/; "" = the packaged checkpoint of `model`
+    decoder: dict = field(default_factory=dict)  # TinyVideoDecoder arguments (latent_width, frame_widths, ...)
+    # share of training clips decoded from the causal student's generated latents (what serving
+    # decodes) rather than from the VAE encoder's latents of real frames
+    generated_fraction: float = 0.5
+    latent_crop: tuple[int, int] | None = None  # (h, w) random crops in latent cells (x8 pixels); None = whole frames
+    l1_weight: float = 1.0
+    mse_weight: float = 1.0
+    psnr_bar_db: float = 30.0  # held-out PSNR against the VAE's decode the decoder must reach to ship
+    data: DataConfig = field(default_factory=DataConfig)
+    eval_data: DataConfig = field(default_factory=DataConfig)
+    optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=1e-3, warmup_steps=50, decay="cosine"))
+    run: RunConfig = field(default_factory=RunConfig)
+
+
+@dataclass
 class DistillConfig:
     """Causal flow-matching warm-up, then DMD, starting from a trained teacher checkpoint."""
 
@@ -116,7 +136,7 @@ def _build(cls, values: dict, where: str):
         default = fields[name].default_factory() if fields[name].default_factory is not dataclasses.MISSING else None
         if dataclasses.is_dataclass(default):
             value = _build(type(default), value or {}, f"{where}.{name}")
-        elif isinstance(value, list) and name in ("betas", "crop"):
+        elif isinstance(value, list) and name in ("betas", "crop", "latent_crop"):
             value = tuple(value)
         kwargs[name] = value
     return cls(**kwargs)

@@ -1,0 +1,160 @@
+"""Distil a tiny streaming decoder from a checkpoint's VAE decoder, and measure it on held-out clips.
+
+The teacher is the full VAE decoder, run exactly as serving runs it (StreamingVAEDecoder, one latent
+frame at a time from a stream start). Each clip gives two latent sequences: the VAE encoder's
+latents of the recorded frames, and the causal student's generated latents for the clip's skeletons
+from its first frame (what the live stream decodes). The target of both is the VAE's decode; the
+tiny decoder learns it with L1 + MSE over whole clips. Held-out clips are scored the same way
+(PSNR against the VAE's decode, and both decoders' PSNR against the recorded frames).
+
+    python -m rynn_world.training.distill_tiny_decoder --config config/tiny_decoder_cpu.yaml
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from ..checkpoints import packaged_checkpoint
+from ..data.latent_cache import control_video
+from ..evaluation.generation import student_latents
+from ..evaluation.metrics import psnr
+from ..model.configs import WorldModelConfig, get_config
+from ..model.tiny_decoder import TINY_DECODER_DIR, StreamingTinyDecoder, TinyVideoDecoder
+from ..model.vae import StreamingVAEDecoder, StreamingVAEEncoder, rgb_to_tensor, tensor_to_rgb, use_vae_kernels
+from .config import TinyDecoderConfig, run_from_command_line
+from .datasets import build_clip_dataset
+from .export import load_or_build_transformer, load_vae
+from .loop import TrainingLoop, adamw, make_accelerator, lr_schedule, step_generator
+
+SOURCES = ("encoded", "generated")
+
+
+def teacher_directory(cfg: TinyDecoderConfig) -> Path:
+    path = Path(cfg.teacher_checkpoint) if cfg.teacher_checkpoint else packaged_checkpoint(cfg.model)
+    if path is None or not (path / "vae").is_dir() or not (path / "transformer").is_dir():
+        raise FileNotFoundError(f"teacher checkpoint {path} needs vae/ and transformer/ (teacher_checkpoint in the config)")
+    return path
+
+
+@torch.no_grad()
+def clip_pairs(clip, vae, transformer, config: WorldModelConfig, seed: int) -> dict[str, dict]:
+    """Per source: the (z, F, h, w) latent sequence and the VAE's decode of it, (T, H, W, 3) uint8."""
+    latents = StreamingVAEEncoder(vae).push(rgb_to_tensor(clip.frames))
+    control = StreamingVAEEncoder(vae).push(rgb_to_tensor(control_video(clip.skeleton)))
+    generated = student_latents(transformer, config, latents[:, :, :1], control, seed)
+    return {source: {"latents": z[0].float(), "target": tensor_to_rgb(StreamingVAEDecoder(vae).push(z)),
+                     "frames": clip.frames}
+            for source, z in zip(SOURCES, (latents, generated))}
+
+
+def build_pairs(data, cfg: TinyDecoderConfig, teacher: Path, cache: Path, desc: str) -> list[dict]:
+    """Every clip's pairs, computed once and cached in `cache` (torch.save) for resumed runs."""
+    if cache.is_file():
+        return torch.load(cache, weights_only=False)
+    config = get_config(cfg.model)
+    vae = use_vae_kernels(load_vae(config, str(teacher)), "onednn")
+    transformer = load_or_build_transformer(config, str(teacher)).eval()
+    clips = build_clip_dataset(data, config)
+    pairs = [clip_pairs(clips[i], vae, transformer, config, cfg.run.seed + i)
+             for i in tqdm(range(len(clips)), desc=desc, dynamic_ncols=True, disable=not cfg.run.progress)]
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(pairs, cache)
+    return pairs
+
+
+def to_signed(frames: np.ndarray) -> torch.Tensor:
+    """(T, H, W, 3) uint8 -> (3, T, H, W) in [-1, 1]."""
+    return rgb_to_tensor(frames)[0]
+
+
+def random_crop(latents: torch.Tensor, target: torch.Tensor, crop: tuple[int, int] | None, scale: int,
+                generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """The same window of the latents and of the frames they decode to (every decoder layer is local)."""
+    if crop is None:
+        return latents, target
+    h, w = latents.shape[-2:]
+    top = int(torch.randint(h - crop[0] + 1, (1,), generator=generator))
+    left = int(torch.randint(w - crop[1] + 1, (1,), generator=generator))
+    return (latents[..., top: top + crop[0], left: left + crop[1]],
+            target[..., top * scale: (top + crop[0]) * scale, left * scale: (left + crop[1]) * scale])
+
+
+@torch.no_grad()
+def held_out_scores(decoder: TinyVideoDecoder, pairs: list[dict]) -> dict:
+    """Mean PSNR per source: tiny vs the VAE's decode, and each decoder vs the recorded frames."""
+    decoder.eval()
+    scores = {}
+    for source in SOURCES:
+        rows = []
+        for pair in pairs:
+            item = pair[source]
+            tiny = tensor_to_rgb(StreamingTinyDecoder(decoder).push(item["latents"][None]))
+            rows.append((psnr(tiny, item["target"]), psnr(tiny, item["frames"]), psnr(item["target"], item["frames"])))
+        tiny_vs_vae, tiny_vs_frames, vae_vs_frames = np.mean(rows, axis=0)
+        scores[source] = {"clips": len(rows), "psnr_vs_vae_db": float(tiny_vs_vae),
+                          "tiny_psnr_vs_frames_db": float(tiny_vs_frames), "vae_psnr_vs_frames_db": float(vae_vs_frames)}
+    return scores
+
+
+def distill_tiny_decoder(cfg: TinyDecoderConfig, resume: str | None = "latest") -> Path:
+    accelerator = make_accelerator(cfg.run)
+    output = Path(cfg.run.output_dir)
+    teacher = teacher_directory(cfg)
+    train_pairs = build_pairs(cfg.data, cfg, teacher, output / "pairs_train.pt", "teacher decodes (train)")
+    eval_pairs = build_pairs(cfg.eval_data, cfg, teacher, output / "pairs_held_out.pt", "teacher decodes (held out)")
+    config = get_config(cfg.model)
+    torch.manual_seed(cfg.run.seed)
+    decoder = TinyVideoDecoder(latent_channels=config.latent_channels, temporal_upsample=config.temporal_compression,
+                               spatial_upsample=config.spatial_compression, **cfg.decoder)
+    decoder = decoder.to(memory_format=torch.channels_last).train()  # oneDNN's fast layout on the CPU
+    optimizer = adamw(decoder.parameters(), cfg.optim)
+    scheduler = lr_schedule(optimizer, cfg.optim, cfg.run.steps)
+    loop = TrainingLoop(cfg.run, accelerator, {"tiny_decoder": decoder}, {"tiny_decoder": optimizer},
+                        {"tiny_decoder": scheduler}, name="tiny decoder")
+    if resume:
+        loop.resume(resume)
+
+    def step_fn(step: int) -> dict[str, float]:
+        generator = step_generator(cfg.run.seed, step, accelerator.process_index, "cpu")
+        picks = torch.randint(len(train_pairs), (cfg.run.batch_size,), generator=generator).tolist()
+        sources = [SOURCES[int(float(torch.rand(1, generator=generator)) < cfg.generated_fraction)] for _ in picks]
+        latents = torch.stack([train_pairs[i][s]["latents"] for i, s in zip(picks, sources)])
+        target = torch.stack([to_signed(train_pairs[i][s]["target"]) for i, s in zip(picks, sources)])
+        latents, target = random_crop(latents, target, cfg.latent_crop, config.spatial_compression, generator)
+        decoded, _ = decoder(latents)
+        l1 = (decoded - target).abs().mean()
+        mse = (decoded - target).square().mean()
+        loss = cfg.l1_weight * l1 + cfg.mse_weight * mse
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(decoder.parameters(), cfg.optim.max_grad_norm)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        return {"tiny_decoder/loss": loss.item(), "tiny_decoder/psnr_db": float(10 * torch.log10(4.0 / mse.detach()))}
+
+    loop.run(cfg.run.steps, step_fn)
+    final = output / "final"
+    decoder.eval().save_pretrained(str(final / TINY_DECODER_DIR), safe_serialization=True)
+    scores = held_out_scores(decoder, eval_pairs)
+    worst = min(s["psnr_vs_vae_db"] for s in scores.values())
+    report = {"teacher_checkpoint": str(teacher), "held_out": scores, "psnr_bar_db": cfg.psnr_bar_db,
+              "meets_bar": worst >= cfg.psnr_bar_db,
+              "parameters": sum(p.numel() for p in decoder.parameters()),
+              "config": {"data": vars(cfg.eval_data), "decoder": dict(decoder.config), "steps": cfg.run.steps}}
+    (final / "evaluation.json").write_text(json.dumps(report, indent=2))
+    for source, s in scores.items():
+        print(f"held out, {source} latents ({s['clips']} clips): tiny vs VAE decode {s['psnr_vs_vae_db']:.2f} dB; "
+              f"vs recorded frames: tiny {s['tiny_psnr_vs_frames_db']:.2f}, VAE {s['vae_psnr_vs_frames_db']:.2f} dB")
+    print(f"bar {cfg.psnr_bar_db:g} dB against the VAE's decode: {'met' if report['meets_bar'] else 'NOT met'}")
+    return final
+
+
+def main(argv: list[str] | None = None) -> None:
+    run_from_command_line(TinyDecoderConfig, distill_tiny_decoder, "tiny decoder", __doc__.splitlines()[0], argv)
+
+
+if __name__ == "__main__":
+    main()

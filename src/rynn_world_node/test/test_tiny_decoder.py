@@ -1,0 +1,99 @@
+"""The distilled tiny decoder: streaming it latent by latent gives the whole-clip decode, it emits
+the VAE decoder's frame counts, distillation on the tiny config learns the VAE's decode, and the
+node's loader selects it (or refuses a checkpoint that has none)."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from rynn_world.model.configs import get_config
+from rynn_world.model.tiny_decoder import TINY_DECODER_DIR, StreamingTinyDecoder, TinyVideoDecoder
+from rynn_world.model.vae import StreamingVAEDecoder
+from rynn_world.nodes.model_loading import load_streaming_model
+from rynn_world.streaming import StreamingWorldModel
+from rynn_world.training.config import DataConfig, OptimConfig, RunConfig, TinyDecoderConfig
+from rynn_world.training.distill_tiny_decoder import distill_tiny_decoder
+from test_training_pipeline import make_vitra_clips
+
+CONFIG = get_config("tiny")
+
+
+def tiny_decoder(seed: int = 0) -> TinyVideoDecoder:
+    torch.manual_seed(seed)
+    return TinyVideoDecoder(latent_channels=CONFIG.latent_channels, latent_width=16, frame_widths=(8, 8)).eval()
+
+
+def test_streaming_latent_by_latent_equals_the_whole_clip_and_matches_the_vae_frame_counts():
+    decoder = tiny_decoder()
+    h, w = CONFIG.latent_size
+    latents = torch.randn(1, CONFIG.latent_channels, 4, h, w, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        whole, _ = decoder(latents)
+    stream = StreamingTinyDecoder(decoder)
+    pieces = [stream.push(latents[:, :, i: i + 1]) for i in range(4)]
+    assert [p.shape[2] for p in pieces] == [1, 4, 4, 4]
+    vae_pieces = [StreamingVAEDecoder(StreamingWorldModel(CONFIG).vae).push(latents[:, :, :1]).shape]
+    assert pieces[0].shape == vae_pieces[0]
+    torch.testing.assert_close(torch.cat(pieces, dim=2), whole.clamp(-1, 1), atol=1e-5, rtol=1e-5)
+    stream.reset()
+    torch.testing.assert_close(stream.push(latents[:, :, :1]), pieces[0])  # a reset starts a new stream
+
+
+def test_the_previous_latent_changes_the_next_frames():
+    """The memory blocks carry context across latents: same latent, different history, different frames."""
+    decoder = tiny_decoder(2)
+    h, w = CONFIG.latent_size
+    g = torch.Generator().manual_seed(3)
+    a, b, shared = (torch.randn(1, CONFIG.latent_channels, 1, h, w, generator=g) for _ in range(3))
+    outputs = []
+    for history in (a, b):
+        stream = StreamingTinyDecoder(decoder)
+        stream.push(history)
+        outputs.append(stream.push(shared))
+    assert (outputs[0] - outputs[1]).abs().max() > 1e-3
+
+
+@pytest.fixture(scope="module")
+def teacher(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("teacher")
+    model = StreamingWorldModel(CONFIG, seed=4)
+    model.transformer.save_pretrained(directory / "transformer")
+    model.vae.save_pretrained(directory / "vae")
+    return directory
+
+
+def test_distillation_learns_the_vae_decode_and_the_node_loads_it(tmp_path, teacher):
+    data = DataConfig(kind="vitra", root=str(make_vitra_clips(tmp_path / "vitra", clips=2)), clip_frames=9, stride=4)
+    cfg = TinyDecoderConfig(model="tiny", teacher_checkpoint=str(teacher), decoder=dict(latent_width=16, frame_widths=[8, 8]),
+                            data=data, eval_data=data, optim=OptimConfig(lr=3e-3, warmup_steps=2, decay="cosine"),
+                            run=RunConfig(output_dir=str(tmp_path / "run"), steps=40, batch_size=2, progress=False))
+    final = distill_tiny_decoder(cfg, resume=None)
+    psnrs = [v for _, v in json.loads((tmp_path / "run" / "losses.json").read_text())["tiny_decoder/psnr_db"]]
+    assert np.mean(psnrs[-5:]) > np.mean(psnrs[:5]) + 3.0
+    report = json.loads((final / "evaluation.json").read_text())
+    assert set(report["held_out"]) == {"encoded", "generated"}
+    for scores in report["held_out"].values():
+        assert scores["clips"] > 0 and np.isfinite(scores["psnr_vs_vae_db"])
+    assert report["meets_bar"] == (min(s["psnr_vs_vae_db"] for s in report["held_out"].values()) >= 30.0)
+
+    checkpoint = tmp_path / "checkpoint"
+    for part in ("transformer", "vae"):
+        (checkpoint / part).symlink_to(teacher / part)
+    (checkpoint / TINY_DECODER_DIR).symlink_to(final / TINY_DECODER_DIR)
+    model, described = load_streaming_model(CONFIG, str(checkpoint), "cpu", decoder="auto")
+    assert isinstance(model.decoder, StreamingTinyDecoder) and described.endswith("tiny distilled decoder")
+    model.reset(np.full((CONFIG.height, CONFIG.width, 3), 90, dtype=np.uint8))
+    assert model.step().shape == (4, CONFIG.height, CONFIG.width, 3)
+    vae_model, described = load_streaming_model(CONFIG, str(checkpoint), "cpu", decoder="vae")
+    assert isinstance(vae_model.decoder, StreamingVAEDecoder) and described.endswith("VAE decoder")
+
+
+def test_asking_for_the_tiny_decoder_without_one_is_refused(teacher):
+    with pytest.raises(FileNotFoundError, match="tiny_decoder/"):
+        load_streaming_model(CONFIG, str(teacher), "cpu", decoder="tiny")
+    with pytest.raises(ValueError, match="decoder must be one of"):
+        load_streaming_model(CONFIG, str(teacher), "cpu", decoder="small")
+    model, _ = load_streaming_model(CONFIG, str(teacher), "cpu", decoder="auto")
+    assert isinstance(model.decoder, StreamingVAEDecoder)
