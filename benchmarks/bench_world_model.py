@@ -2,11 +2,14 @@
 """World-model latency benchmark (issues 5, 12): prints one table per question, side by side in one run.
 
 Random weights (the speed of a config does not depend on its values); the kernel comparison's
-output difference uses the packaged checkpoint when there is one. Usage:
-    .venv/bin/python benchmarks/bench_world_model.py [--config embedded_cpu] [--threads N] [--quick]
+output difference and the decoder comparison's PSNR use the packaged checkpoint when there is one.
+Variants compared under load run interleaved (round-robin, medians), so a load change mid-run
+hits all of them alike. Usage:
+    .venv/bin/python benchmarks/bench_world_model.py [--config embedded_cpu] [--threads N] [--quick] [--compile]
 """
 
 import argparse
+import contextlib
 import dataclasses
 import os
 import platform
@@ -22,8 +25,10 @@ from diffusers.utils import logging as diffusers_logging
 sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src" / p) for p in ("rynn_common", "rynn_world_node")]
 
 from rynn_world.checkpoints import packaged_checkpoint
+from rynn_world.evaluation.metrics import psnr
 from rynn_world.model.configs import get_config
 from rynn_world.model.teacher import generate_bidirectional
+from rynn_world.model.tiny_decoder import TINY_DECODER_DIR, TinyVideoDecoder
 from rynn_world.model.vae import StreamingVAEDecoder
 from rynn_world.nodes.model_loading import load_streaming_model
 from rynn_world.skeleton import CameraIntrinsics, SkeletonRenderer
@@ -47,9 +52,9 @@ def intrinsics_for(height: int, width: int) -> CameraIntrinsics:
 
 
 def stream_stage_ms(config, warmup: int, steps: int, vae_kernels: str = "reference",
-                    prepare=lambda model: None, context=torch.no_grad) -> tuple[dict, StreamingWorldModel]:
+                    prepare=lambda model: None, context=torch.no_grad, tiny: bool = False) -> tuple[dict, StreamingWorldModel]:
     model = StreamingWorldModel(config, intrinsics=intrinsics_for(config.height, config.width), seed=0,
-                                vae_kernels=vae_kernels)
+                                vae_kernels=vae_kernels, tiny_decoder=tiny_decoder_for(config)[0] if tiny else None)
     prepare(model)
     return run_stream(model, warmup, steps, context), model
 
@@ -83,7 +88,8 @@ def serving_options(config, threads: int, steps: int) -> None:
         ("reference, channels_last_3d", "reference", 1, dict(prepare=vae_weights_channels_last)),
         ("reference, inference_mode", "reference", 1, dict(context=torch.inference_mode)),
         (f"onednn, {threads} threads", "onednn", threads, {}),
-        ("after: onednn, 1 thread (node)", "onednn", 1, {}),
+        ("onednn, 1 thread (last session)", "onednn", 1, {}),
+        ("after: onednn + tiny decoder (node)", "onednn", 1, dict(tiny=True)),
     ]
     print(f"{'variant':<34}{'threads':>8}{'render':>8}{'encode':>8}{'DiT':>8}{'decode':>8}{'total':>8}{'FPS':>7}")
     for name, kernels, n_threads, options in variants:
@@ -123,6 +129,121 @@ def camera_size_conversion(config, frames: int = 200) -> None:
             np.ascontiguousarray(cv2.resize(image, (640, 480), interpolation=interpolation)).tobytes()
         print(f"cv2.resize {name} {config.width}x{config.height} -> 640x480 + bytes: "
               f"{1000 * (time.perf_counter() - start) / frames:.2f} ms/frame")
+
+
+def tiny_decoder_for(config) -> tuple[TinyVideoDecoder, str]:
+    """The packaged checkpoint's tiny decoder, else random weights of the default architecture."""
+    packaged = packaged_checkpoint(config.name)
+    if packaged is not None and (packaged / TINY_DECODER_DIR).is_dir():
+        return TinyVideoDecoder.from_pretrained(str(packaged / TINY_DECODER_DIR)).eval(), "packaged"
+    return TinyVideoDecoder(latent_channels=config.latent_channels, temporal_upsample=config.temporal_compression,
+                            spatial_upsample=config.spatial_compression).eval(), "random weights"
+
+
+def decoder_comparison(config, steps: int) -> None:
+    """The same stream (same weights, seed and skeletons, so the same latents) through the VAE decoder
+    (the node's onednn kernels) and the distilled tiny decoder, stepped in turns: decode ms and PSNR."""
+    vae_model, _ = load_streaming_model(config, "", "cpu", seed=0, vae_kernels="onednn", decoder="vae")
+    tiny, weights = tiny_decoder_for(config)
+    tiny_model = StreamingWorldModel(config, transformer=vae_model.transformer, vae=vae_model.vae,
+                                     intrinsics=intrinsics_for(config.height, config.width), seed=0,
+                                     vae_kernels="onednn", tiny_decoder=tiny)
+    models = {"VAE decoder (onednn)": vae_model, "tiny decoder": tiny_model}
+    n = vae_model.frames_per_step
+    hands = synthetic_hands(n * steps)
+    frames = {name: [] for name in models}
+    decode_ms = {name: [] for name in models}
+    for model in models.values():
+        model.reset(np.full((config.height, config.width, 3), 100, dtype=np.uint8))
+    for i in range(steps):
+        for name, model in models.items():
+            for j in range(n):
+                model.push_skeleton(hands[i * n + j], stamp=(i * n + j) / config.fps)
+            frames[name].append(model.step())
+            decode_ms[name].append(1000.0 * model.timings.last["decode"])
+    print(f"{'decoder':<24}{'decode ms/step (4 frames), median':>36}{'ms/frame':>10}")
+    for name, values in decode_ms.items():
+        median = float(np.median(values[1:]))
+        print(f"{name:<24}{median:>36.1f}{median / n:>10.2f}")
+    ratio = np.median(decode_ms["tiny decoder"][1:]) / np.median(decode_ms["VAE decoder (onednn)"][1:])
+    quality = psnr(np.concatenate(frames["tiny decoder"]), np.concatenate(frames["VAE decoder (onednn)"]))
+    print(f"tiny / VAE decode time: {ratio:.2f}; PSNR of the tiny decode against the VAE's on this stream "
+          f"({steps * n} frames, {weights} tiny decoder, synthetic hands; held-out figures: model card): {quality:.2f} dB")
+
+
+def dit_options(config, threads: int, rounds: int, with_compile: bool) -> None:
+    """The DiT's step (4 denoising passes + commit) under each CPU option, variants in turns."""
+    import copy
+
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from rynn_world import flow_matching as fm
+    from rynn_world.model.causal import CausalStudentSampler
+
+    base, _ = load_streaming_model(config, "", "cpu", seed=0)
+    h, w = config.latent_size
+    g = torch.Generator().manual_seed(0)
+    ref, control = (torch.randn(1, config.latent_channels, 1, h, w, generator=g) for _ in range(2))
+
+    def sampler_for(dtype=torch.float32, compiled=False):
+        transformer = copy.deepcopy(base.transformer).to(dtype)
+        if compiled:
+            transformer.forward_cached = torch.compile(transformer.forward_cached, dynamic=False)
+        sampler = CausalStudentSampler(transformer, config.latent_size, block_frames=config.block_frames,
+                                       window_blocks=config.window_blocks,
+                                       sigmas=fm.student_sigmas(config.denoising_list, config.shift),
+                                       generator=torch.Generator().manual_seed(0))
+        start = time.perf_counter()
+        with torch.no_grad():
+            sampler.start(ref.to(dtype), control.to(dtype))
+            for _ in range(config.window_blocks + 1):  # steady state: the window is full
+                sampler.next_block(control.to(dtype))
+        return sampler, time.perf_counter() - start
+
+    def call(sampler, dtype=torch.float32, n_threads=1, context=contextlib.nullcontext):
+        def run():
+            torch.set_num_threads(n_threads)
+            with torch.no_grad(), context():
+                sampler.next_block(control.to(dtype))
+        return run
+
+    fp32, _ = sampler_for()
+    bf16, _ = sampler_for(torch.bfloat16)
+    variants = {
+        "fp32, 1 thread, SDPA default (node)": call(fp32),
+        f"fp32, {threads} threads": call(fp32, n_threads=threads),
+        "fp32, 1 thread, SDPA math kernel": call(fp32, context=lambda: sdpa_kernel([SDPBackend.MATH])),
+        "bf16 weights + KV cache, 1 thread": call(bf16, torch.bfloat16),
+    }
+    first_block = {}
+    if with_compile:
+        compiled, first_block["fp32, 1 thread, torch.compile"] = sampler_for(compiled=True)
+        variants["fp32, 1 thread, torch.compile"] = call(compiled)
+    ms = interleaved_ms(variants, rounds)
+    baseline = ms["fp32, 1 thread, SDPA default (node)"]
+    print(f"{'DiT variant':<38}{'ms/step':>9}{'vs node':>9}")
+    for name, value in ms.items():
+        extra = f"  (start + first {config.window_blocks + 1} blocks: {first_block[name]:.0f} s, compiling)" if name in first_block else ""
+        print(f"{name:<38}{value:>9.1f}{value / baseline:>9.2f}{extra}")
+    torch.set_num_threads(threads)
+    with torch.no_grad():
+        a, b = fp32.next_block(control), bf16.next_block(control.to(torch.bfloat16)).float()
+    print(f"bf16 vs fp32 latent of the same step: relative RMS difference {float((a - b).norm() / a.norm()):.4f}"
+          f"{'' if with_compile else '; torch.compile: --compile (minutes of compiling on a loaded 2-core machine)'}")
+
+
+def interleaved_ms(variants: dict, rounds: int, calls: int = 2) -> dict:
+    """Median ms per call of each variant, the variants taking turns every round (load hits all alike)."""
+    samples = {name: [] for name in variants}
+    for call in variants.values():
+        call()  # warm-up
+    for _ in range(rounds):
+        for name, call in variants.items():
+            start = time.perf_counter()
+            for _ in range(calls):
+                call()
+            samples[name].append(1000.0 * (time.perf_counter() - start) / calls)
+    return {name: float(np.median(values)) for name, values in samples.items()}
 
 
 def print_stage_table(rows):
@@ -209,6 +330,7 @@ def main():
     parser.add_argument("--config", default="embedded_cpu")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--quick", action="store_true", help="fewer steps, position 200 instead of 1000")
+    parser.add_argument("--compile", action="store_true", help="also time the DiT under torch.compile (slow to compile)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     diffusers_logging.set_verbosity_error()  # random-weight models trigger dtype-cast notices
@@ -226,14 +348,20 @@ def main():
     kernel_output_difference(config, steps)
     camera_size_conversion(config)
 
-    print("\n== per output frame: causal streaming (4-step student, the node's onednn kernels, "
+    print("\n== VAE decoder vs distilled tiny decoder, same stream, in turns ==")
+    decoder_comparison(config, steps=3 * steps)
+
+    print("\n== DiT step options on the CPU, in turns (median) ==")
+    dit_options(config, args.threads, rounds=steps, with_compile=args.compile)
+
+    print("\n== per output frame: causal streaming (4-step student, the node's onednn VAE kernels and tiny decoder, "
           f"{args.threads} threads) ==")
     rows = []
-    native, model = stream_stage_ms(config, warmup=2, steps=steps, vae_kernels="onednn")
+    native, model = stream_stage_ms(config, warmup=2, steps=steps, vae_kernels="onednn", tiny=True)
     rows.append((config.name, (config.height, config.width), native))
     for h, w in ((96, 160), (64, 112)):
         proxy = dataclasses.replace(config, name=f"{config.name}@proxy", height=h, width=w)
-        rows.append(("reduced proxy", (h, w), stream_stage_ms(proxy, warmup=2, steps=steps, vae_kernels="onednn")[0]))
+        rows.append(("reduced proxy", (h, w), stream_stage_ms(proxy, warmup=2, steps=steps, vae_kernels="onednn", tiny=True)[0]))
     print_stage_table(rows)
     assert set(STAGES) <= set(native)
 
