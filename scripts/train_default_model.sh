@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Reproduce the shipped embedded_cpu world model from nothing (about 1.5 h on two CPU cores):
 # paired sim episodes, VAE (frames, then clips), stage-2 CFM teacher, causal warm-up + DMD,
-# held-out evaluation, and packaging into rynn_world/checkpoints/embedded_cpu with its model card.
+# held-out evaluation, packaging into rynn_world/checkpoints/embedded_cpu with its model card, and the
+# distilled tiny decoder added to it.
 # Every step resumes from its latest checkpoint if interrupted; outputs go to outputs/embedded_cpu.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -20,3 +21,8 @@ DATA_COMMAND="python -m rynn_robot_bridge.episodes.generate --operator synthetic
 "$PY" -m rynn_world.training.package_default --config embedded_cpu --checkpoint outputs/embedded_cpu/distill/final_warmup \
   --evaluation outputs/embedded_cpu/eval/results.json --method student_no_dmd --recipe "${RECIPE[@]}" \
   --data-command "$DATA_COMMAND"
+# The tiny streaming decoder the node decodes with on CPUs, distilled from the packaged VAE decoder;
+# packaging refuses it unless it reaches 30 dB against the VAE's decode on the held-out clips.
+"$PY" -m rynn_world.training.distill_tiny_decoder --config config/tiny_decoder_cpu.yaml
+"$PY" -m rynn_world.training.package_default --config embedded_cpu --tiny-decoder outputs/embedded_cpu/tiny_decoder/final \
+  --recipe config/tiny_decoder_cpu.yaml

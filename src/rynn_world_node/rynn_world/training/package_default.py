@@ -21,6 +21,7 @@ from .. import checkpoints
 from ..evaluation.evaluate import markdown_table
 from ..live_session import SessionSettings
 from ..model.configs import get_config
+from ..model.tiny_decoder import TINY_DECODER_DIR
 from .export import load_or_build_transformer, load_vae
 
 CHECKPOINTS_DIR = Path(checkpoints.__file__).parent
@@ -126,8 +127,60 @@ def package_default(config_name: str, checkpoint: Path, evaluation: Path, method
     card = model_card(config_name, checkpoint, results, method, recipe, data_command)
     target = CHECKPOINTS_DIR / config_name if target is None else Path(target)
     shutil.rmtree(target, ignore_errors=True)
-    for part in ("transformer", "vae"):
-        shutil.copytree(checkpoint / part, target / part)
+    for part in ("transformer", "vae", TINY_DECODER_DIR):
+        if part != TINY_DECODER_DIR or (checkpoint / part).is_dir():
+            shutil.copytree(checkpoint / part, target / part)
+    (target / "MODEL_CARD.md").write_text(card)
+    return target
+
+
+TINY_SECTION = "## Tiny streaming decoder"
+
+
+def tiny_decoder_section(run_dir: Path, recipe: Path) -> str:
+    """The card's section for a distilled tiny decoder, from its run's evaluation.json."""
+    report = json.loads((run_dir / "evaluation.json").read_text())
+    decoder = report["config"]["decoder"]
+    held_out = report["config"]["data"]
+    rows = "\n".join(f"| {source} | {s['clips']} | {s['psnr_vs_vae_db']:.2f} | {s['tiny_psnr_vs_frames_db']:.2f} "
+                      f"| {s['vae_psnr_vs_frames_db']:.2f} |" for source, s in report["held_out"].items())
+    verdict = "meets" if report["meets_bar"] else "does NOT meet"
+    return f"""{TINY_SECTION}
+`{TINY_DECODER_DIR}/`: a `TinyVideoDecoder` ({report['parameters'] / 1e6:.2f} M parameters: latent width
+{decoder['latent_width']}, {decoder['memory_blocks']} memory blocks over the previous latent frame, frame widths
+{list(decoder['frame_widths'])}) distilled from this checkpoint's VAE decoder; the VAE still encodes. The
+world-model node decodes with it on the CPU (`decoder:=auto`; `decoder:=vae` for the VAE's decoder).
+Recipe: `python -m rynn_world.training.distill_tiny_decoder --config {recipe}` ({report['config']['steps']}
+steps), then `python -m rynn_world.training.package_default --tiny-decoder {run_dir} --recipe {recipe}`.
+
+Held out: episodes {held_out['episodes']} of every task, first {held_out['clip_frames']} frames; latents from the VAE
+encoder of the recorded frames (`encoded`) and from the causal student for the recorded skeletons (`generated`,
+what the live stream decodes). PSNR in dB:
+
+| latents | clips | tiny vs VAE decode | tiny vs recorded | VAE vs recorded |
+|---|---|---|---|---|
+{rows}
+
+Verdict: {verdict} the bar ({report['psnr_bar_db']:g} dB against the VAE's decode on every source).
+Speed: `benchmarks/bench_world_model.py` (VAE vs tiny decoder on the same stream).
+"""
+
+
+def package_tiny_decoder(run_dir: Path, recipe: Path, target: Path) -> Path:
+    """Ship a distilled tiny decoder into a packaged checkpoint and (re)write its card section."""
+    report = json.loads((run_dir / "evaluation.json").read_text())
+    if not report["meets_bar"]:
+        raise ValueError(f"{run_dir} does not meet the {report['psnr_bar_db']:g} dB bar: {report['held_out']}")
+    shutil.rmtree(target / TINY_DECODER_DIR, ignore_errors=True)
+    shutil.copytree(run_dir / TINY_DECODER_DIR, target / TINY_DECODER_DIR)
+    card = (target / "MODEL_CARD.md").read_text()
+    section = tiny_decoder_section(run_dir, recipe)
+    if TINY_SECTION in card:  # replace the old section (it runs up to the next "## " heading)
+        start = card.index(TINY_SECTION)
+        end = card.find("\n## ", start + len(TINY_SECTION))
+        card = card[:start] + section + (card[end + 1:] if end != -1 else "")
+    else:
+        card = card.replace("## Limits", section + "\n## Limits", 1)
     (target / "MODEL_CARD.md").write_text(card)
     return target
 
@@ -135,12 +188,20 @@ def package_default(config_name: str, checkpoint: Path, evaluation: Path, method
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="embedded_cpu", help="world-model config name")
-    parser.add_argument("--checkpoint", required=True, type=Path, help="directory with transformer/ and vae/")
-    parser.add_argument("--evaluation", required=True, type=Path, help="results.json of rynn_world.evaluation.evaluate")
+    parser.add_argument("--checkpoint", type=Path, help="directory with transformer/ and vae/")
+    parser.add_argument("--evaluation", type=Path, help="results.json of rynn_world.evaluation.evaluate")
     parser.add_argument("--method", default="student", help="the evaluation row this checkpoint is")
     parser.add_argument("--recipe", nargs="+", type=Path, required=True, help="the YAML configs, in the order run")
     parser.add_argument("--data-command", default="", help="the command that made the training data, for the card")
+    parser.add_argument("--tiny-decoder", type=Path,
+                        help="instead: add this distill_tiny_decoder run's final/ to the packaged checkpoint and its card")
     args = parser.parse_args(argv)
+    if args.tiny_decoder is not None:
+        target = package_tiny_decoder(args.tiny_decoder, args.recipe[0], CHECKPOINTS_DIR / args.config)
+        print(f"added {args.tiny_decoder / TINY_DECODER_DIR} to {target}; card: {target / 'MODEL_CARD.md'}")
+        return
+    if args.checkpoint is None or args.evaluation is None:
+        parser.error("--checkpoint and --evaluation are required (unless --tiny-decoder)")
     target = package_default(args.config, args.checkpoint, args.evaluation, args.method, args.recipe,
                              data_command=args.data_command)
     print(f"packaged {args.checkpoint} as {target}; card: {target / 'MODEL_CARD.md'}")
