@@ -97,3 +97,33 @@ def test_asking_for_the_tiny_decoder_without_one_is_refused(teacher):
         load_streaming_model(CONFIG, str(teacher), "cpu", decoder="small")
     model, _ = load_streaming_model(CONFIG, str(teacher), "cpu", decoder="auto")
     assert isinstance(model.decoder, StreamingVAEDecoder)
+
+
+def test_packaging_ships_only_above_the_bar_and_rewrites_its_card_section(tmp_path):
+    from rynn_world.training.package_default import TINY_SECTION, package_tiny_decoder
+
+    run = tmp_path / "final"
+    tiny_decoder().save_pretrained(str(run / TINY_DECODER_DIR))
+    target = tmp_path / "packaged"
+    target.mkdir()
+    (target / "MODEL_CARD.md").write_text("# card\n\n## Model\nx\n\n## Limits\n- y\n")
+
+    def report(psnr_db):
+        scores = {"clips": 2, "psnr_vs_vae_db": psnr_db, "tiny_psnr_vs_frames_db": 25.0, "vae_psnr_vs_frames_db": 26.0}
+        (run / "evaluation.json").write_text(json.dumps({
+            "held_out": {"encoded": scores, "generated": dict(scores, psnr_vs_vae_db=psnr_db + 1)},
+            "psnr_bar_db": 30.0, "meets_bar": psnr_db >= 30.0, "parameters": 1234,
+            "config": {"data": {"episodes": [4, 12], "clip_frames": 17}, "steps": 10,
+                       "decoder": {"latent_width": 16, "memory_blocks": 2, "frame_widths": [8, 8]}}}))
+
+    report(29.0)
+    with pytest.raises(ValueError, match="does not meet the 30 dB bar"):
+        package_tiny_decoder(run, tmp_path / "recipe.yaml", target)
+    assert not (target / TINY_DECODER_DIR).exists()
+    for psnr_db in (31.0, 32.5):
+        report(psnr_db)
+        package_tiny_decoder(run, tmp_path / "recipe.yaml", target)
+    card = (target / "MODEL_CARD.md").read_text()
+    assert card.count(TINY_SECTION) == 1 and "| encoded | 2 | 32.50 |" in card and "31.00" not in card
+    assert card.index(TINY_SECTION) < card.index("## Limits") and card.endswith("- y\n")
+    assert TinyVideoDecoder.from_pretrained(str(target / TINY_DECODER_DIR)).config.latent_width == 16

@@ -85,11 +85,11 @@ class TinyVideoDecoder(ModelMixin, ConfigMixin):
             new_memory.append(frames[:, -1])
             x = block(x, past)
         n = self.config.temporal_upsample
-        x = F.relu(self.split(x)).view(b * t * n, -1, h, w)
+        x = F.relu(self.split(x)).reshape(b * t * n, -1, h, w)  # channel blocks -> frames (any memory layout)
         for conv in self.up:
             x = F.relu(conv(F.interpolate(x, scale_factor=2.0, mode="nearest")))
         rgb = F.pixel_shuffle(self.to_rgb(x), 2)
-        rgb = rgb.view(b, t * n, 3, *rgb.shape[-2:]).permute(0, 2, 1, 3, 4)
+        rgb = rgb.reshape(b, t * n, 3, *rgb.shape[-2:]).permute(0, 2, 1, 3, 4)
         if first:
             rgb = rgb[:, :, n - 1:]
         return rgb, new_memory
