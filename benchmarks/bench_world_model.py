@@ -52,9 +52,10 @@ def intrinsics_for(height: int, width: int) -> CameraIntrinsics:
 
 
 def stream_stage_ms(config, warmup: int, steps: int, vae_kernels: str = "reference",
-                    prepare=lambda model: None, context=torch.no_grad, tiny: bool = False) -> tuple[dict, StreamingWorldModel]:
+                    prepare=lambda model: None, context=torch.no_grad,
+                    tiny_decoder: TinyVideoDecoder | None = None) -> tuple[dict, StreamingWorldModel]:
     model = StreamingWorldModel(config, intrinsics=intrinsics_for(config.height, config.width), seed=0,
-                                vae_kernels=vae_kernels, tiny_decoder=tiny_decoder_for(config)[0] if tiny else None)
+                                vae_kernels=vae_kernels, tiny_decoder=tiny_decoder)
     prepare(model)
     return run_stream(model, warmup, steps, context), model
 
@@ -80,7 +81,7 @@ def vae_weights_channels_last(model: StreamingWorldModel) -> None:
             module.weight.data = module.weight.data.contiguous(memory_format=torch.channels_last_3d)
 
 
-def serving_options(config, threads: int, steps: int) -> None:
+def serving_options(config, threads: int, steps: int, tiny_decoder: TinyVideoDecoder) -> None:
     """Before (diffusers' VAE kernels, torch's default threads) vs each option, same run."""
     variants = [
         ("before: reference kernels", "reference", threads, {}),
@@ -89,7 +90,7 @@ def serving_options(config, threads: int, steps: int) -> None:
         ("reference, inference_mode", "reference", 1, dict(context=torch.inference_mode)),
         (f"onednn, {threads} threads", "onednn", threads, {}),
         ("onednn, 1 thread (last session)", "onednn", 1, {}),
-        ("after: onednn + tiny decoder (node)", "onednn", 1, dict(tiny=True)),
+        ("after: onednn + tiny decoder (node)", "onednn", 1, {"tiny_decoder": tiny_decoder}),
     ]
     print(f"{'variant':<34}{'threads':>8}{'render':>8}{'encode':>8}{'DiT':>8}{'decode':>8}{'total':>8}{'FPS':>7}")
     for name, kernels, n_threads, options in variants:
@@ -131,8 +132,11 @@ def camera_size_conversion(config, frames: int = 200) -> None:
               f"{1000 * (time.perf_counter() - start) / frames:.2f} ms/frame")
 
 
-def tiny_decoder_for(config) -> tuple[TinyVideoDecoder, str]:
-    """The packaged checkpoint's tiny decoder, else random weights of the default architecture."""
+def tiny_decoder_for(config, path: Path | None = None) -> tuple[TinyVideoDecoder, str]:
+    """`path` (a trained tiny_decoder/ directory), else the packaged checkpoint's tiny decoder, else random
+    weights of the default architecture (its speed is the same)."""
+    if path is not None:
+        return TinyVideoDecoder.from_pretrained(str(path)).eval(), str(path)
     packaged = packaged_checkpoint(config.name)
     if packaged is not None and (packaged / TINY_DECODER_DIR).is_dir():
         return TinyVideoDecoder.from_pretrained(str(packaged / TINY_DECODER_DIR)).eval(), "packaged"
@@ -140,11 +144,11 @@ def tiny_decoder_for(config) -> tuple[TinyVideoDecoder, str]:
                             spatial_upsample=config.spatial_compression).eval(), "random weights"
 
 
-def decoder_comparison(config, steps: int) -> None:
+def decoder_comparison(config, steps: int, tiny_path: Path | None) -> None:
     """The same stream (same weights, seed and skeletons, so the same latents) through the VAE decoder
     (the node's onednn kernels) and the distilled tiny decoder, stepped in turns: decode ms and PSNR."""
     vae_model, _ = load_streaming_model(config, "", "cpu", seed=0, vae_kernels="onednn", decoder="vae")
-    tiny, weights = tiny_decoder_for(config)
+    tiny, weights = tiny_decoder_for(config, tiny_path)
     tiny_model = StreamingWorldModel(config, transformer=vae_model.transformer, vae=vae_model.vae,
                                      intrinsics=intrinsics_for(config.height, config.width), seed=0,
                                      vae_kernels="onednn", tiny_decoder=tiny)
@@ -325,13 +329,21 @@ def renderer_fps(frames: int = 400) -> None:
           f"{batch:.0f} FPS as a 64-frame batch (fresh array)  (target >= 500)")
 
 
+SECTIONS = ("serving", "decoder", "dit", "stream")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", default="embedded_cpu")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--quick", action="store_true", help="fewer steps, position 200 instead of 1000")
     parser.add_argument("--compile", action="store_true", help="also time the DiT under torch.compile (slow to compile)")
+    parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated subset of {','.join(SECTIONS)}")
+    parser.add_argument("--tiny-decoder", type=Path, help="a tiny_decoder/ directory to compare (default: the packaged one)")
     args = parser.parse_args()
+    sections = set(args.sections.split(","))
+    if not sections <= set(SECTIONS):
+        parser.error(f"unknown sections {sorted(sections - set(SECTIONS))}; known: {SECTIONS}")
     torch.set_num_threads(args.threads)
     diffusers_logging.set_verbosity_error()  # random-weight models trigger dtype-cast notices
     torch.manual_seed(0)
@@ -343,25 +355,31 @@ def main():
           f"device cpu, dtype float32, config {config.name}")
 
     steps = 4 if args.quick else 10
-    print("\n== serving options, before vs after (per output frame) ==")
-    serving_options(config, args.threads, steps)
-    kernel_output_difference(config, steps)
-    camera_size_conversion(config)
+    if "serving" in sections:
+        print("\n== serving options, before vs after (per output frame) ==")
+        serving_options(config, args.threads, steps, tiny_decoder_for(config, args.tiny_decoder)[0])
+        kernel_output_difference(config, steps)
+        camera_size_conversion(config)
 
-    print("\n== VAE decoder vs distilled tiny decoder, same stream, in turns ==")
-    decoder_comparison(config, steps=3 * steps)
+    if "decoder" in sections:
+        print("\n== VAE decoder vs distilled tiny decoder, same stream, in turns ==")
+        decoder_comparison(config, steps=3 * steps, tiny_path=args.tiny_decoder)
 
-    print("\n== DiT step options on the CPU, in turns (median) ==")
-    dit_options(config, args.threads, rounds=steps, with_compile=args.compile)
+    if "dit" in sections:
+        print("\n== DiT step options on the CPU, in turns (median) ==")
+        dit_options(config, args.threads, rounds=steps, with_compile=args.compile)
 
-    print("\n== per output frame: causal streaming (4-step student, the node's onednn VAE kernels and tiny decoder, "
-          f"{args.threads} threads) ==")
+    if "stream" not in sections:
+        return
+    tiny, weights = tiny_decoder_for(config, args.tiny_decoder)
+    print("\n== per output frame: causal streaming (4-step student, onednn VAE kernels, tiny decoder "
+          f"({weights}), {args.threads} threads) ==")
     rows = []
-    native, model = stream_stage_ms(config, warmup=2, steps=steps, vae_kernels="onednn", tiny=True)
+    native, model = stream_stage_ms(config, warmup=2, steps=steps, vae_kernels="onednn", tiny_decoder=tiny)
     rows.append((config.name, (config.height, config.width), native))
     for h, w in ((96, 160), (64, 112)):
         proxy = dataclasses.replace(config, name=f"{config.name}@proxy", height=h, width=w)
-        rows.append(("reduced proxy", (h, w), stream_stage_ms(proxy, warmup=2, steps=steps, vae_kernels="onednn", tiny=True)[0]))
+        rows.append(("reduced proxy", (h, w), stream_stage_ms(proxy, warmup=2, steps=steps, vae_kernels="onednn", tiny_decoder=tiny)[0]))
     print_stage_table(rows)
     assert set(STAGES) <= set(native)
 

@@ -7,13 +7,21 @@ import json
 import numpy as np
 import pytest
 import torch
-
 from rynn_world.model.configs import get_config
-from rynn_world.model.tiny_decoder import TINY_DECODER_DIR, StreamingTinyDecoder, TinyVideoDecoder
+from rynn_world.model.tiny_decoder import (
+    TINY_DECODER_DIR,
+    StreamingTinyDecoder,
+    TinyVideoDecoder,
+)
 from rynn_world.model.vae import StreamingVAEDecoder
 from rynn_world.nodes.model_loading import load_streaming_model
 from rynn_world.streaming import StreamingWorldModel
-from rynn_world.training.config import DataConfig, OptimConfig, RunConfig, TinyDecoderConfig
+from rynn_world.training.config import (
+    DataConfig,
+    OptimConfig,
+    RunConfig,
+    TinyDecoderConfig,
+)
 from rynn_world.training.distill_tiny_decoder import distill_tiny_decoder
 from test_training_pipeline import make_vitra_clips
 
@@ -66,7 +74,7 @@ def teacher(tmp_path_factory):
 
 def test_distillation_learns_the_vae_decode_and_the_node_loads_it(tmp_path, teacher):
     data = DataConfig(kind="vitra", root=str(make_vitra_clips(tmp_path / "vitra", clips=2)), clip_frames=9, stride=4)
-    cfg = TinyDecoderConfig(model="tiny", teacher_checkpoint=str(teacher), decoder=dict(latent_width=16, frame_widths=[8, 8]),
+    cfg = TinyDecoderConfig(model="tiny", teacher_checkpoint=str(teacher), decoder={"latent_width": 16, "frame_widths": [8, 8]},
                             data=data, eval_data=data, optim=OptimConfig(lr=3e-3, warmup_steps=2, decay="cosine"),
                             run=RunConfig(output_dir=str(tmp_path / "run"), steps=40, batch_size=2, progress=False))
     final = distill_tiny_decoder(cfg, resume=None)

@@ -16,6 +16,8 @@ Trained by ``rynn_world.training.distill_tiny_decoder``; saved in diffusers layo
 (``config.json`` + safetensors) as ``<checkpoint>/tiny_decoder/``.
 """
 
+import itertools
+
 import torch
 import torch.nn.functional as F
 from diffusers.configuration_utils import ConfigMixin, register_to_config
@@ -61,7 +63,7 @@ class TinyVideoDecoder(ModelMixin, ConfigMixin):
         self.memory = nn.ModuleList(MemoryBlock(latent_width) for _ in range(memory_blocks))
         self.split = nn.Conv2d(latent_width, temporal_upsample * frame_widths[0], 1)
         widths = (frame_widths[0], *frame_widths)
-        self.up = nn.ModuleList(_conv(c_in, c_out) for c_in, c_out in zip(widths[:-1], widths[1:]))
+        self.up = nn.ModuleList(_conv(c_in, c_out) for c_in, c_out in itertools.pairwise(widths))
         self.to_rgb = _conv(frame_widths[-1], 3 * 4)
 
     @property

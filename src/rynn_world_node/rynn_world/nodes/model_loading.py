@@ -17,7 +17,6 @@ from rynn_world.model.tiny_decoder import TINY_DECODER_DIR, TinyVideoDecoder
 from rynn_world.streaming import StreamingWorldModel
 from rynn_world.training.export import load_or_build_transformer, load_vae
 
-
 DECODERS = ("auto", "vae", "tiny")
 
 

@@ -22,12 +22,22 @@ from ..data.latent_cache import control_video
 from ..evaluation.generation import student_latents
 from ..evaluation.metrics import psnr
 from ..model.configs import WorldModelConfig, get_config
-from ..model.tiny_decoder import TINY_DECODER_DIR, StreamingTinyDecoder, TinyVideoDecoder
-from ..model.vae import StreamingVAEDecoder, StreamingVAEEncoder, rgb_to_tensor, tensor_to_rgb, use_vae_kernels
+from ..model.tiny_decoder import (
+    TINY_DECODER_DIR,
+    StreamingTinyDecoder,
+    TinyVideoDecoder,
+)
+from ..model.vae import (
+    StreamingVAEDecoder,
+    StreamingVAEEncoder,
+    rgb_to_tensor,
+    tensor_to_rgb,
+    use_vae_kernels,
+)
 from .config import TinyDecoderConfig, run_from_command_line
 from .datasets import build_clip_dataset
 from .export import load_or_build_transformer, load_vae
-from .loop import TrainingLoop, adamw, make_accelerator, lr_schedule, step_generator
+from .loop import TrainingLoop, adamw, lr_schedule, make_accelerator, step_generator
 
 SOURCES = ("encoded", "generated")
 
