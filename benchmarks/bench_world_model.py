@@ -146,7 +146,8 @@ def tiny_decoder_for(config, path: Path | None = None) -> tuple[TinyVideoDecoder
 
 def decoder_comparison(config, steps: int, tiny_path: Path | None) -> None:
     """The same stream (same weights, seed and skeletons, so the same latents) through the VAE decoder
-    (the node's onednn kernels) and the distilled tiny decoder, stepped in turns: decode ms and PSNR."""
+    (the node's onednn kernels) and the distilled tiny decoder, stepped in turns on 1 thread (as the
+    node runs): decode ms and PSNR."""
     vae_model, _ = load_streaming_model(config, "", "cpu", seed=0, vae_kernels="onednn", decoder="vae")
     tiny, weights = tiny_decoder_for(config, tiny_path)
     tiny_model = StreamingWorldModel(config, transformer=vae_model.transformer, vae=vae_model.vae,
@@ -159,12 +160,15 @@ def decoder_comparison(config, steps: int, tiny_path: Path | None) -> None:
     decode_ms = {name: [] for name in models}
     for model in models.values():
         model.reset(np.full((config.height, config.width, 3), 100, dtype=np.uint8))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the node's torch_threads
     for i in range(steps):
         for name, model in models.items():
             for j in range(n):
                 model.push_skeleton(hands[i * n + j], stamp=(i * n + j) / config.fps)
             frames[name].append(model.step())
             decode_ms[name].append(1000.0 * model.timings.last["decode"])
+    torch.set_num_threads(threads)
     print(f"{'decoder':<24}{'decode ms/step (4 frames), median':>36}{'ms/frame':>10}")
     for name, values in decode_ms.items():
         median = float(np.median(values[1:]))
