@@ -2,8 +2,8 @@
 
 The teacher is the full VAE decoder, run exactly as serving runs it (StreamingVAEDecoder, one latent
 frame at a time from a stream start). Each clip gives two latent sequences: the VAE encoder's
-latents of the recorded frames, and the causal student's generated latents for the clip's skeletons
-from its first frame (what the live stream decodes). The target of both is the VAE's decode; the
+latents of the recorded frames, and the latents StreamingWorldModel itself generates for the clip's
+control frames from its first frame (what the live stream decodes). The target of both is the VAE's decode; the
 tiny decoder learns it with L1 + MSE over whole clips. Held-out clips are scored the same way
 (PSNR against the VAE's decode, and both decoders' PSNR against the recorded frames).
 
@@ -19,7 +19,6 @@ from tqdm import tqdm
 
 from ..checkpoints import packaged_checkpoint
 from ..data.latent_cache import control_video
-from ..evaluation.generation import student_latents
 from ..evaluation.metrics import psnr
 from ..model.configs import WorldModelConfig, get_config
 from ..model.tiny_decoder import (
@@ -34,6 +33,7 @@ from ..model.vae import (
     tensor_to_rgb,
     use_vae_kernels,
 )
+from ..streaming import StreamingWorldModel
 from .config import TinyDecoderConfig, run_from_command_line
 from .datasets import build_clip_dataset
 from .export import load_or_build_transformer, load_vae
@@ -49,15 +49,46 @@ def teacher_directory(cfg: TinyDecoderConfig) -> Path:
     return path
 
 
+class _RecordingDecoder:
+    """Stands in for a StreamingWorldModel's VAE decoder: decodes as it would and keeps every latent
+    block it was given and the frames it made of them."""
+
+    def __init__(self, decoder):
+        self.decoder = decoder
+        self.latents, self.frames = [], []
+
+    def reset(self) -> None:
+        self.decoder.reset()
+        self.latents, self.frames = [], []
+
+    def push(self, latents: torch.Tensor) -> torch.Tensor:
+        frames = self.decoder.push(latents)
+        self.latents.append(latents)
+        self.frames.append(frames)
+        return frames
+
+
 @torch.no_grad()
 def clip_pairs(clip, vae, transformer, config: WorldModelConfig, seed: int) -> dict[str, dict]:
-    """Per source: the (z, F, h, w) latent sequence and the VAE's decode of it, (T, H, W, 3) uint8."""
+    """Per source: the (z, F, h, w) latent sequence and the VAE's decode of it, (T, H, W, 3) uint8.
+
+    `generated` runs the live path itself (StreamingWorldModel reset on the clip's first frame, its
+    control frames pushed one per tick, a step per block), recording what its decoder is given."""
     latents = StreamingVAEEncoder(vae).push(rgb_to_tensor(clip.frames))
-    control = StreamingVAEEncoder(vae).push(rgb_to_tensor(control_video(clip.skeleton)))
-    generated = student_latents(transformer, config, latents[:, :, :1], control, seed)
-    return {source: {"latents": z[0].float(), "target": tensor_to_rgb(StreamingVAEDecoder(vae).push(z)),
-                     "frames": clip.frames}
-            for source, z in zip(SOURCES, (latents, generated))}
+    model = StreamingWorldModel(config, transformer=transformer, vae=vae, seed=seed)
+    recorder = model.decoder = _RecordingDecoder(model.decoder)
+    model.reset(clip.frames[0])
+    control = control_video(clip.skeleton)
+    for j in range(1, len(control)):
+        model.push_skeleton(control[j], stamp=j / config.fps)
+        if model.next_block_end() <= model.newest_skeleton_stamp + 1e-9:
+            model.step()
+    generated = torch.cat(recorder.latents, dim=2)
+    encoded = {"latents": latents[0].float(), "target": tensor_to_rgb(StreamingVAEDecoder(vae).push(latents)),
+               "frames": clip.frames}
+    return {"encoded": encoded, "generated": {"latents": generated[0].float(),
+                                              "target": tensor_to_rgb(torch.cat(recorder.frames, dim=2)),
+                                              "frames": clip.frames}}
 
 
 def build_pairs(data, cfg: TinyDecoderConfig, teacher: Path, cache: Path, desc: str) -> list[dict]:
