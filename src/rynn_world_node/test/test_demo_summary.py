@@ -1,12 +1,7 @@
 """The demo's real-time verdict: the digital FPS it reports is the lower of what its subscriber saw and
 what the recorder wrote to the bag, and an episode that left digital mode never counts as digital."""
 
-from rynn_world.demo import (
-    CAMERA_TOPIC,
-    DIGITAL_FPS_FLOOR,
-    digital_verdict,
-    summary_markdown,
-)
+from rynn_world.demo import CAMERA_TOPIC, DIGITAL_FPS_FLOOR, digital_verdict, summary_markdown
 
 
 def episode(mode: str, seen_frames: int, written: int, modes_seen=None, seconds: float = 10.0) -> dict:

@@ -7,23 +7,15 @@ import json
 import numpy as np
 import pytest
 import torch
+from test_training_pipeline import make_vitra_clips
+
 from rynn_world.model.configs import get_config
-from rynn_world.model.tiny_decoder import (
-    TINY_DECODER_DIR,
-    StreamingTinyDecoder,
-    TinyVideoDecoder,
-)
+from rynn_world.model.tiny_decoder import TINY_DECODER_DIR, StreamingTinyDecoder, TinyVideoDecoder
 from rynn_world.model.vae import StreamingVAEDecoder
 from rynn_world.nodes.model_loading import load_streaming_model
 from rynn_world.streaming import StreamingWorldModel
-from rynn_world.training.config import (
-    DataConfig,
-    OptimConfig,
-    RunConfig,
-    TinyDecoderConfig,
-)
+from rynn_world.training.config import DataConfig, OptimConfig, RunConfig, TinyDecoderConfig
 from rynn_world.training.distill_tiny_decoder import distill_tiny_decoder
-from test_training_pipeline import make_vitra_clips
 
 CONFIG = get_config("tiny")
 

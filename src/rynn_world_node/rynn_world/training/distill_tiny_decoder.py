@@ -21,18 +21,8 @@ from ..checkpoints import packaged_checkpoint
 from ..data.latent_cache import control_video
 from ..evaluation.metrics import psnr
 from ..model.configs import WorldModelConfig, get_config
-from ..model.tiny_decoder import (
-    TINY_DECODER_DIR,
-    StreamingTinyDecoder,
-    TinyVideoDecoder,
-)
-from ..model.vae import (
-    StreamingVAEDecoder,
-    StreamingVAEEncoder,
-    rgb_to_tensor,
-    tensor_to_rgb,
-    use_vae_kernels,
-)
+from ..model.tiny_decoder import TINY_DECODER_DIR, StreamingTinyDecoder, TinyVideoDecoder
+from ..model.vae import StreamingVAEDecoder, StreamingVAEEncoder, rgb_to_tensor, tensor_to_rgb, use_vae_kernels
 from ..streaming import StreamingWorldModel
 from .config import TinyDecoderConfig, run_from_command_line
 from .datasets import build_clip_dataset
