@@ -36,12 +36,13 @@ def _recorded_skeletons(bag: Path):
     """(header stamp in µs -> message, CameraInfo intrinsics) of the recorded episode, read as the training reader reads."""
     from rosbags.highlevel import AnyReader
 
-    from rynn_world.data.robot_episodes import CAMERA_INFO_TOPIC, SKELETON_TOPIC, _typestore
+    from rynn_common.ros_names import CAMERA_INFO_TOPIC, CAMERA_SKELETON_TOPIC
+    from rynn_world.data.robot_episodes import _typestore
     from rynn_world.skeleton import CameraIntrinsics
 
     skeletons, intrinsics = {}, None
     with AnyReader([bag], default_typestore=_typestore()) as reader:
-        connections = [c for c in reader.connections if c.topic in (SKELETON_TOPIC, CAMERA_INFO_TOPIC)]
+        connections = [c for c in reader.connections if c.topic in (CAMERA_SKELETON_TOPIC, CAMERA_INFO_TOPIC)]
         for connection, _, raw in reader.messages(connections=connections):
             msg = reader.deserialize(raw, connection.msgtype)
             if connection.topic == CAMERA_INFO_TOPIC:
