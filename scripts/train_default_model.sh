@@ -7,22 +7,22 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=${PY:-.venv/bin/python}
-RECIPE=(config/train_vae_images_cpu.yaml config/train_vae_cpu.yaml config/train_stage2_cpu.yaml
-        config/distill_cpu.yaml config/eval_cpu.yaml)
+RECIPE=(src/rynn_world_node/config/train_vae_images_cpu.yaml src/rynn_world_node/config/train_vae_cpu.yaml src/rynn_world_node/config/train_stage2_cpu.yaml
+        src/rynn_world_node/config/distill_cpu.yaml src/rynn_world_node/config/eval_cpu.yaml)
 
 DATA_COMMAND="python -m rynn_robot_bridge.episodes.generate --operator synthetic --no-scene-variation --episodes 13 --seed 6 --out data/sim_episodes_208x128 --width 208 --height 128 --duration 4"
 "$PY" ${DATA_COMMAND#python }
-"$PY" -m rynn_world.training.train_vae --config config/train_vae_images_cpu.yaml
-"$PY" -m rynn_world.training.train_vae --config config/train_vae_cpu.yaml
-"$PY" -m rynn_world.training.train --config config/train_stage2_cpu.yaml
-"$PY" -m rynn_world.training.distill --config config/distill_cpu.yaml
-"$PY" -m rynn_world.evaluation.evaluate --config config/eval_cpu.yaml
+"$PY" -m rynn_world.training.train_vae --config src/rynn_world_node/config/train_vae_images_cpu.yaml
+"$PY" -m rynn_world.training.train_vae --config src/rynn_world_node/config/train_vae_cpu.yaml
+"$PY" -m rynn_world.training.train --config src/rynn_world_node/config/train_stage2_cpu.yaml
+"$PY" -m rynn_world.training.distill --config src/rynn_world_node/config/distill_cpu.yaml
+"$PY" -m rynn_world.evaluation.evaluate --config src/rynn_world_node/config/eval_cpu.yaml
 # The 40 DMD steps a CPU affords lowered both scores (see the card), so the warm-up student ships.
 "$PY" -m rynn_world.training.package_default --config embedded_cpu --checkpoint outputs/embedded_cpu/distill/final_warmup \
   --evaluation outputs/embedded_cpu/eval/results.json --method student_no_dmd --recipe "${RECIPE[@]}" \
   --data-command "$DATA_COMMAND"
 # The tiny streaming decoder the node decodes with on CPUs, distilled from the packaged VAE decoder;
 # packaging refuses it unless it reaches 30 dB against the VAE's decode on the held-out clips.
-"$PY" -m rynn_world.training.distill_tiny_decoder --config config/tiny_decoder_cpu.yaml
+"$PY" -m rynn_world.training.distill_tiny_decoder --config src/rynn_world_node/config/tiny_decoder_cpu.yaml
 "$PY" -m rynn_world.training.package_default --config embedded_cpu --tiny-decoder outputs/embedded_cpu/tiny_decoder/final \
-  --recipe config/tiny_decoder_cpu.yaml
+  --recipe src/rynn_world_node/config/tiny_decoder_cpu.yaml

@@ -1,3 +1,5 @@
+from glob import glob
+
 from setuptools import find_packages, setup
 
 PACKAGE = "rynn_retarget"
@@ -9,6 +11,7 @@ setup(
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}/config", sorted(glob("config/*.yaml"))),
     ],
     install_requires=["setuptools"],
     zip_safe=False,

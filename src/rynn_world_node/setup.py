@@ -1,13 +1,8 @@
 from glob import glob
-from pathlib import Path
 
 from setuptools import find_packages, setup
 
 PACKAGE = "rynn_world"
-# The suite's launch files and YAML configuration live at the repository root
-# (one source of truth for `ros2 launch` and the embedded launcher); this
-# package installs them into its share directory.
-REPO_ROOT = Path("..", "..")
 
 setup(
     name=PACKAGE,
@@ -16,8 +11,8 @@ setup(
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
-        (f"share/{PACKAGE}/launch", sorted(glob(str(REPO_ROOT / "launch" / "*.py")))),
-        (f"share/{PACKAGE}/config", sorted(glob(str(REPO_ROOT / "config" / "*.yaml")))),
+        (f"share/{PACKAGE}/launch", sorted(glob("launch/*.py"))),
+        (f"share/{PACKAGE}/config", sorted(glob("config/*.yaml"))),
     ],
     package_data={"rynn_world": ["checkpoints/*/*/*.json", "checkpoints/*/*/*.safetensors", "checkpoints/*/*.md"]},
     install_requires=["setuptools"],

@@ -1,28 +1,39 @@
-"""Where the suite's YAML configuration is found at run time.
+"""Where a package's YAML configuration is found at run time: the one lookup rule.
 
-The repo-root ``config/`` is one source of truth for ``ros2 launch``, the
-embedded launcher and the tests; rynn_world installs it into its share
-directory. Lookup order: $RYNN_CONFIG_DIR, the source checkout this module
-sits in (so a checkout never reads a stale installed copy), then the share
-directory.
+Each package keeps its files in ``config/`` beside its Python package and installs
+them into ``share/<package>/config``. A package finds only its own files (the
+bring-up in rynn_world is the one reader of other packages' configuration, and
+passes paths). Rule: the source checkout's ``config/`` when the package is
+imported from a checkout (a checkout never reads a stale installed copy), else
+the installed share directory. A node's ``config_file`` parameter replaces the
+file altogether.
 """
 
 from __future__ import annotations
 
-import os
+import importlib.util
 import sys
 from pathlib import Path
 
-SOURCE_CONFIG_DIR = Path(__file__).resolve().parents[3] / "config"
+
+def find_config(package: str, name: str) -> Path:
+    """Path of ``package``'s config file ``name``; FileNotFoundError says where it looked."""
+    searched = [directory / name for directory in config_dirs(package)]
+    for candidate in searched:
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(f"{package} config file {name!r} not found at: {', '.join(map(str, searched))}")
 
 
-def config_dirs() -> list[Path]:
+def config_dirs(package: str) -> list[Path]:
+    """The source checkout's ``config/`` (when ``package`` is imported from one), then the installed one."""
     dirs = []
-    if os.environ.get("RYNN_CONFIG_DIR"):
-        dirs.append(Path(os.environ["RYNN_CONFIG_DIR"]))
-    if SOURCE_CONFIG_DIR.is_dir():
-        dirs.append(SOURCE_CONFIG_DIR)
-    dirs.append(installed_share("rynn_world") / "config")
+    spec = importlib.util.find_spec(package)
+    if spec is not None and spec.origin:
+        package_root = Path(spec.origin).resolve().parents[1]
+        if (package_root / "package.xml").is_file():  # a ROS package's source directory, not site-packages
+            dirs.append(package_root / "config")
+    dirs.append(installed_share(package) / "config")
     return dirs
 
 
@@ -35,15 +46,3 @@ def installed_share(package: str) -> Path:
         return Path(get_package_share_directory(package))
     except (ImportError, LookupError, OSError):
         return Path(sys.prefix) / "share" / package
-
-
-def find_config(name: str) -> Path:
-    """Path of config file ``name`` (e.g. ``retarget.yaml``); FileNotFoundError lists where it looked."""
-    searched = config_dirs()
-    for directory in searched:
-        candidate = directory / name
-        if candidate.is_file():
-            return candidate
-    raise FileNotFoundError(
-        f"config file {name!r} not found in: {', '.join(map(str, searched))} (set RYNN_CONFIG_DIR or pass a path)"
-    )

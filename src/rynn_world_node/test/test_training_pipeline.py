@@ -12,7 +12,8 @@ from rynn_world.data.video import write_video
 from rynn_world.model.configs import get_config
 from rynn_world.model.kv_cache import TrainingKVCache
 from rynn_world.model.transformer import RynnWorldTransformer
-from rynn_world.training.config import DataConfig, DistillConfig, OptimConfig, RunConfig, TrainConfig, load_config
+from rynn_common.config_io import ConfigError, load_config
+from rynn_world.training.config import DataConfig, DistillConfig, OptimConfig, RunConfig, TrainConfig
 from rynn_world.training.distill import distill
 from rynn_world.training.state import latest_checkpoint
 from rynn_world.training.train import train
@@ -126,7 +127,7 @@ def test_training_cache_gives_the_serving_cache_outputs_and_gradients():
 def test_yaml_configs_load_and_reject_unknown_keys(tmp_path):
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[3] / "config"
+    root = Path(__file__).resolve().parents[1] / "config"
     cfg = load_config(TrainConfig, root / "train_stage2.yaml")
     assert cfg.lora_rank == 64 and cfg.optim.lr == 1e-5 and cfg.optim.warmup_steps == 200
     assert load_config(TrainConfig, root / "train_stage1.yaml").optim.lr == 2e-5
@@ -136,5 +137,8 @@ def test_yaml_configs_load_and_reject_unknown_keys(tmp_path):
     assert (distill_cfg.generator_lr, distill_cfg.critic_lr, distill_cfg.critic_updates_per_generator) == (2e-6, 5e-7, 5)
     bad = tmp_path / "bad.yaml"
     bad.write_text("model: tiny\nrun:\n  stepz: 3\n")
-    with pytest.raises(ValueError, match="unknown keys \\['stepz'\\]"):
+    with pytest.raises(ConfigError, match=r"bad.yaml: unknown key\(s\) \['run.stepz'\]"):
+        load_config(TrainConfig, bad)
+    bad.write_text("optim:\n  betas: [0.9]\n")
+    with pytest.raises(ConfigError, match="bad.yaml: optim.betas: expected 2 values"):
         load_config(TrainConfig, bad)

@@ -9,7 +9,7 @@ the same clip with another held-out episode's skeleton stream; the gap is own mi
 (a model that ignores the action scores ~0). Per episode a side-by-side MP4 is written:
 ground truth | skeleton | student.
 
-    python -m rynn_world.evaluation.evaluate --config config/eval_cpu.yaml
+    python -m rynn_world.evaluation.evaluate --config src/rynn_world_node/config/eval_cpu.yaml
 """
 
 import argparse
@@ -21,11 +21,13 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from rynn_common.config_io import load_config
+
 from ..data.latent_cache import encode_clip
 from ..data.video import write_video
 from ..live_session import SessionSettings
 from ..model.configs import get_config
-from ..training.config import DataConfig, load_config, parse_overrides
+from ..training.config import DataConfig, parse_overrides
 from ..training.datasets import build_clip_dataset
 from ..training.export import load_or_build_transformer, load_vae
 from .generation import decode, stream_clip, teacher_latents

@@ -1,12 +1,14 @@
-"""Training configuration: dataclasses filled from YAML (unknown keys are an error, not ignored)."""
+"""Training configuration: dataclasses filled from YAML by rynn_common.config_io.load_config
+(the suite's one loader: unknown keys and wrong types are errors that name the file and key)."""
 
 import argparse
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import yaml
+
+from rynn_common.config_io import load_config
 
 
 @dataclass
@@ -122,36 +124,6 @@ class DistillConfig:
     data: DataConfig = field(default_factory=DataConfig)
     optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=1e-5, warmup_steps=200))
     run: RunConfig = field(default_factory=RunConfig)
-
-
-def _build(cls, values: dict, where: str):
-    if not isinstance(values, dict):
-        raise ValueError(f"{where}: expected a mapping, got {type(values).__name__}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - set(fields))
-    if unknown:
-        raise ValueError(f"{where}: unknown keys {unknown}; known: {sorted(fields)}")
-    kwargs = {}
-    for name, value in values.items():
-        default = fields[name].default_factory() if fields[name].default_factory is not dataclasses.MISSING else None
-        if dataclasses.is_dataclass(default):
-            value = _build(type(default), value or {}, f"{where}.{name}")
-        elif isinstance(value, list) and name in ("betas", "crop", "latent_crop"):
-            value = tuple(value)
-        kwargs[name] = value
-    return cls(**kwargs)
-
-
-def load_config(cls, path, overrides: dict | None = None):
-    """`cls` from a YAML file; `overrides` ({"run.steps": 10}) win over the file."""
-    values = yaml.safe_load(Path(path).read_text()) or {}
-    for dotted, value in (overrides or {}).items():
-        node = values
-        *parents, leaf = dotted.split(".")
-        for key in parents:
-            node = node.setdefault(key, {})
-        node[leaf] = value
-    return _build(cls, values, str(path))
 
 
 def parse_overrides(pairs: list[str]) -> dict:

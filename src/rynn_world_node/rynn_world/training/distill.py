@@ -7,7 +7,7 @@ score) updates by flow matching on fresh student rollouts, then one generator up
 the rollout along fake-minus-real score, the real score being the frozen teacher. Rollouts run
 the 4-step schedule through the KV cache with gradients across chunks.
 
-    python -m rynn_world.training.distill --config config/distill_cpu.yaml
+    python -m rynn_world.training.distill --config src/rynn_world_node/config/distill_cpu.yaml
 
 Writes <output_dir>/final_warmup/ (the student without DMD) and <output_dir>/final/.
 """

@@ -7,7 +7,7 @@ control frames from its first frame (what the live stream decodes). The target o
 tiny decoder learns it with L1 + MSE over whole clips. Held-out clips are scored the same way
 (PSNR against the VAE's decode, and both decoders' PSNR against the recorded frames).
 
-    python -m rynn_world.training.distill_tiny_decoder --config config/tiny_decoder_cpu.yaml
+    python -m rynn_world.training.distill_tiny_decoder --config src/rynn_world_node/config/tiny_decoder_cpu.yaml
 """
 
 import json

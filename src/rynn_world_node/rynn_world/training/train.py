@@ -3,8 +3,8 @@ with the conditional flow-matching loss, and the TI2V stage before them (stage: 
 5.1): text + image to video without the action, the control branch frozen and never run; the text
 is each task's prompt embedding (prompt_embeddings) or the null text embedding.
 
-    python -m rynn_world.training.train --config config/train_stage2_cpu.yaml [key.sub=value ...]
-    accelerate launch --config_file config/accelerate_ddp.yaml -m rynn_world.training.train --config ...
+    python -m rynn_world.training.train --config src/rynn_world_node/config/train_stage2_cpu.yaml [key.sub=value ...]
+    accelerate launch --config_file src/rynn_world_node/config/accelerate_ddp.yaml -m rynn_world.training.train --config ...
 
 Writes <run.output_dir>/{checkpoints/, tensorboard/, loss_curve.png, final/{transformer,vae}}; a
 re-run resumes from the newest checkpoint.

@@ -5,7 +5,7 @@ so one is trained here (L1 reconstruction + a small KL term on random crops). At
 per-channel latent mean/std are measured on the data and written into the VAE config, which puts
 the DiT's latents at unit scale, as Wan's latents_mean/latents_std do.
 
-    python -m rynn_world.training.train_vae --config config/train_vae_cpu.yaml
+    python -m rynn_world.training.train_vae --config src/rynn_world_node/config/train_vae_cpu.yaml
 """
 
 from pathlib import Path
