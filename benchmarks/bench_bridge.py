@@ -213,7 +213,7 @@ def main() -> None:
     url = f"udpm://239.255.76.67:{7600 + int(os.environ['ROS_DOMAIN_ID'])}?ttl=0"
     bridge = subprocess.Popen(
         [sys.executable, "-m", "rynn_robot_bridge.nodes.bridge_node", "--ros-args", "-p", "start_mode:=real",
-         "-p", f"lcm_url:={url}", "-p", "lcm_command_channel:=BENCH_COMMAND", "-p", "lcm_state_channel:=BENCH_STATE"],
+         "-p", f"lcm.url:={url}", "-p", "lcm.command_channel:=BENCH_COMMAND", "-p", "lcm.state_channel:=BENCH_STATE"],
         cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
     )
     camera = None

@@ -1,6 +1,6 @@
 """The default graph in real time: canonical FPS and frame age in digital then real mode, CPU of every process.
 
-One run starts config/teleop_graph.yaml through the embedded launcher exactly as
+One run starts src/rynn_world_node/config/teleop_graph.yaml through the embedded launcher exactly as
 a user would (synthetic operator at its nominal rates, retarget at 200 Hz, bridge,
 recorder on and recording an episode, world model ``embedded_cpu`` with its
 packaged checkpoint, the simulated robot as the real robot and camera), then
@@ -16,7 +16,7 @@ measures from this separate process over DDS:
 
     .venv/bin/python benchmarks/bench_digital_latency.py [--seconds 20] [--warmup 8] [launch arguments name:=value ...]
 
-e.g. ``compose:=false`` runs every node as its own process (see config/teleop_graph.yaml).
+e.g. ``compose:=false`` runs every node as its own process (see src/rynn_world_node/config/teleop_graph.yaml).
 The machine line says how loaded the machine was: the figures are only comparable
 between runs on the same, equally loaded machine.
 """

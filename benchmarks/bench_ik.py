@@ -19,7 +19,7 @@ from rynn_retarget.kinematics.arm_ik import ArmIkSolver
 from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig
 from rynn_retarget.pipeline import RetargetPipeline
 
-CONFIG = Path(__file__).resolve().parents[1] / "config" / "retarget.yaml"
+CONFIG = Path(__file__).resolve().parents[1] / "src" / "rynn_retarget" / "config" / "retarget.yaml"
 
 
 def machine() -> str:

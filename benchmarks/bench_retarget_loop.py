@@ -30,7 +30,7 @@ from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperato
 from rynn_retarget.pipeline import RetargetPipeline
 
 REPO = Path(__file__).resolve().parents[1]
-CONFIG = REPO / "config" / "retarget.yaml"
+CONFIG = REPO / "src" / "rynn_retarget" / "config" / "retarget.yaml"
 
 
 def summarize(name: str, stamps: list, seconds: float, extra: str = "") -> None:

@@ -34,7 +34,7 @@ from rynn_retarget.kinematics.robot_model import build_arm_chain, build_hand_cha
 from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIG = ROOT / "config" / "retarget.yaml"
+CONFIG = ROOT / "src" / "rynn_retarget" / "config" / "retarget.yaml"
 WUJI = ROOT.parent / "shared" / "robots" / "wuji_hand_description" / "urdf" / "right.urdf"
 POSITION_OK, ANGLE_OK = 1e-3, np.deg2rad(1.0)
 TRACK_RATE_HZ = 120.0
@@ -60,7 +60,7 @@ def table(title: str, header: list[str], rows: list[list[str]]) -> None:
 
 
 class ProjectArm:
-    """The project's solver with the live configuration (config/retarget.yaml), no elbow prior."""
+    """The project's solver with the live configuration (src/rynn_retarget/config/retarget.yaml), no elbow prior."""
 
     def __init__(self, chain, config: ArmIkConfig, iterations: int, restarts: int = 0):
         self.solver = ArmIkSolver(chain, ArmIkConfig(**{**config.__dict__, "max_iterations": iterations,

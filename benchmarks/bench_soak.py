@@ -1,6 +1,6 @@
 """Soak: the default graph for N minutes, switching real/digital, recording, with random faults.
 
-Starts config/teleop_graph.yaml through the embedded launcher with ``record:=true``
+Starts src/rynn_world_node/config/teleop_graph.yaml through the embedded launcher with ``record:=true``
 (as ``bench_digital_latency`` does), then, from this separate process over DDS:
 
 * switches ``/rynn/set_mode`` between real and digital every ``--switch-s`` seconds, and
@@ -43,7 +43,7 @@ from rynn_common.ros_names import ACTION_TOPIC, DIAGNOSTICS_TOPIC, RECORDER_SERV
 from rynn_world.launcher.graph import load_graph  # from the sources, as the nodes it starts
 
 ONE_DAY_NS = 86_400 * 10**9
-STATE_CHANNEL = "RYNN_ROBOT_STATE"  # config/robot.yaml
+STATE_CHANNEL = "RYNN_ROBOT_STATE"  # src/rynn_robot_bridge/config/robot.yaml
 INTRUDER_FRAME = "bench_soak_intruder"  # marks the NaN actions this benchmark injects
 FAULTS = ("future_tf", "nan_tf", "malformed_lcm", "nan_action", "stale_action", "recorder_kill")
 

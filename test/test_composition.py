@@ -1,4 +1,4 @@
-"""Composition: graph nodes sharing one container process (config/teleop_graph.yaml ``containers``).
+"""Composition: graph nodes sharing one container process (src/rynn_world_node/config/teleop_graph.yaml ``containers``).
 
 The composed graph's multi-process behaviour (mode switches, no stale frames, faults) is
 test/test_teleop_graph_e2e.py, run composed and not composed.

@@ -1,4 +1,4 @@
-"""The graph definition (config/teleop_graph.yaml) and the embedded launcher that runs it.
+"""The graph definition (src/rynn_world_node/config/teleop_graph.yaml) and the embedded launcher that runs it.
 
 Resolution and the launch_ros translation are plain Python (no launch install
 needed); the launcher itself is tested as a process: the real graph over DDS
@@ -68,9 +68,9 @@ def test_arguments_reach_every_node_with_their_types(graph):
     assert nodes["rynn_bridge"].parameters["start_mode"] == "digital"
     for name in ("world_model_node", "rynn_bridge"):
         assert (nodes[name].parameters["camera_width"], nodes[name].parameters["camera_height"]) == (320, 240)
-    assert (nodes["sim_robot"].parameters["image_width"], nodes["sim_robot"].parameters["image_height"]) == (320, 240)
-    assert type(nodes["sim_robot"].parameters["image_width"]) is int
-    assert nodes["sim_robot"].parameters["lcm_url"] == nodes["rynn_bridge"].parameters["lcm_url"] == "udpm://239.255.76.67:7999?ttl=0"
+    assert (nodes["sim_robot"].parameters["sim.image_width"], nodes["sim_robot"].parameters["sim.image_height"]) == (320, 240)
+    assert type(nodes["sim_robot"].parameters["sim.image_width"]) is int
+    assert nodes["sim_robot"].parameters["lcm.url"] == nodes["rynn_bridge"].parameters["lcm.url"] == "udpm://239.255.76.67:7999?ttl=0"
     assert nodes["world_model_node"].parameters["checkpoint"] == "/models/wm"
     assert nodes["rynn_bridge"].parameters["urdf_path"] == "/robots/m6.urdf"
 
@@ -121,8 +121,8 @@ def test_embedded_command_line(graph):
     sim = by_name(resolve(graph, {"camera_width": "320", "lcm_url": "udpm://239.255.76.67:7999?ttl=0"}))["sim_robot"]
     assert node_command(sim, "/venv/bin/python") == [
         "/venv/bin/python", "-m", "rynn_robot_bridge.nodes.sim_robot_node", "--ros-args", "-r", "__node:=sim_robot",
-        "-p", 'lcm_url:="udpm://239.255.76.67:7999?ttl=0"', "-p", 'scene:="empty"', "-p", "image_width:=320",
-        "-p", "image_height:=480",
+        "-p", 'lcm.url:="udpm://239.255.76.67:7999?ttl=0"', "-p", 'sim.scene:="empty"', "-p", "sim.image_width:=320",
+        "-p", "sim.image_height:=480",
         "-r", "/camera/camera/color/image_raw:=/rynn/real/camera/color/image_raw",
         "-r", "/camera/camera/color/camera_info:=/rynn/real/camera/color/camera_info",
     ]
@@ -164,7 +164,7 @@ def test_bad_respawn_policies_are_named(tmp_path, entry, message):
 
 def test_launch_file_imports_launch_only_when_generating(monkeypatch):
     """Loadable without launch installed; generate_launch_description needs it (ros2 launch provides it)."""
-    path = REPO_ROOT / "launch" / "digital_teleop.launch.py"
+    path = REPO_ROOT / "src" / "rynn_world_node" / "launch" / "digital_teleop.launch.py"
     spec = importlib.util.spec_from_file_location("digital_teleop_launch", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -258,7 +258,7 @@ def start_graph(start_process, tmp_path, *arguments: str):
     separate = ("compose:=false",) if "compose" in load_graph().arguments else ()
     launcher = start_process(
         launcher_args(tmp_path / "logs", "model_config:=tiny", "camera_width:=160", "camera_height:=120",
-                      f"lcm_url:={unique_lcm_url()}", *no_console, *separate, *arguments, sets=("sim_robot.render_rate_hz=5.0",)),
+                      f"lcm_url:={unique_lcm_url()}", *no_console, *separate, *arguments, sets=("sim_robot.sim.render_rate_hz=5.0",)),
         "launcher",
     )
     assert wait_until(lambda: ALL_UP.search(read_log(launcher)) or launcher.poll() is not None, 180.0), read_log(launcher)

@@ -34,7 +34,7 @@ def nodes(graph, **arguments):
 def test_default_is_the_simulated_robot_rendering_the_camera(graph):
     specs = nodes(graph)
     assert "realsense_camera" not in specs
-    assert "render_rate_hz" not in specs["sim_robot"].parameters  # the simulated robot's own rate
+    assert "sim.render_rate_hz" not in specs["sim_robot"].parameters  # the simulated robot's own rate
     assert specs["robot_state_publisher"].parameters == {"urdf_path": ""}
 
 
@@ -45,7 +45,7 @@ def test_realsense_camera_replaces_the_simulated_camera(graph):
     assert camera.required and camera.remappings == REAL_CAMERA_REMAPS == specs["sim_robot"].remappings
     assert camera.parameters == {"serial_no": "f1230455", "rosbag_filename": "/data/head.db3",
                                  "rgb_camera.color_profile": "848,480,30"}
-    assert specs["sim_robot"].parameters["render_rate_hz"] == 0.0  # still the robot on LCM, without its camera
+    assert specs["sim_robot"].parameters["sim.render_rate_hz"] == 0.0  # still the robot on LCM, without its camera
     assert specs["robot_state_publisher"].parameters["urdf_path"] == "/robots/m6.urdf"
 
 

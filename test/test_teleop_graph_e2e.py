@@ -31,7 +31,7 @@ from rynn_robot_bridge.lcm_protocol import MODE_HOLD, decode_command, decode_sta
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 WIDTH, HEIGHT, FRAME = 320, 240, "camera_color_optical_frame"
-COMMAND_CHANNEL, STATE_CHANNEL = "RYNN_ROBOT_COMMAND", "RYNN_ROBOT_STATE"  # config/robot.yaml
+COMMAND_CHANNEL, STATE_CHANNEL = "RYNN_ROBOT_COMMAND", "RYNN_ROBOT_STATE"  # src/rynn_robot_bridge/config/robot.yaml
 
 
 class RobotListener:
@@ -158,7 +158,7 @@ def test_real_digital_real_behind_identical_topics_with_faults(ros_node, start_p
             tmp_path / "logs", "mode:=real", "source:=synthetic", "model_config:=tiny",
             f"camera_width:={WIDTH}", f"camera_height:={HEIGHT}", f"lcm_url:={lcm_url}", f"compose:={compose}",
             sets=(
-                "sim_robot.render_rate_hz=10.0",
+                "sim_robot.sim.render_rate_hz=10.0",
                 # generous: two loaded cores run seven processes and this test
                 "rynn_bridge.action_timeout_ms=300.0", "rynn_bridge.state_timeout_ms=500.0",
                 "rynn_bridge.camera_stall_timeout_ms=1000.0", "rynn_bridge.status_rate_hz=10.0",

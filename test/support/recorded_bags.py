@@ -59,7 +59,7 @@ class BagBuilder:
                 msg = self.t["std_msgs/msg/Float64MultiArray"](layout=layout, data=np.zeros(action_size))
                 self.offer("/rynn/action", "std_msgs/msg/Float64MultiArray", msg, stamp)
         self.recorder.stop()
-        return self.recorder.settings.output_dir / name
+        return self.recorder.output_dir / name
 
 
 INTRINSICS = D435I_COLOR.scaled(WIDTH, HEIGHT)

@@ -40,6 +40,7 @@ def declare_settings(node, cls, default_file: Path | None, *, file_parameter: st
         if hint is str and isinstance(value, int) and not isinstance(value, bool):
             value = str(value)  # rcl reads `-p serial:=123` as an integer
         _set_dotted(values, name, coerce(value, hint, f"{node.get_name()} parameters", prefix + name))
+    node.get_logger().info(f"{cls.__name__} from {path or 'the code defaults'} and parameters")
     return from_dict(cls, values, f"{node.get_name()} parameters")
 
 

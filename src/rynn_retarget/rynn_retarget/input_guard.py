@@ -32,7 +32,7 @@ import numpy as np
 from rynn_retarget.operator.frame import HAND_POINTS, TRACKER_NAMES, HandSkeleton, OperatorFrame
 
 
-@dataclass
+@dataclass(frozen=True)
 class InputGuardConfig:
     max_tracker_jump_m: float = 0.15  # per sample; a human wrist moves < 3 cm in 8 ms
     jump_accept_after: int = 12  # consecutive consistent samples before a jump is believed (re-localisation)

@@ -81,24 +81,21 @@ class RetargetPipeline:
 
     def calibrate(self, frame: OperatorFrame) -> Calibration:
         """Take ``frame`` as the operator's neutral pose (see kinematics.calibration)."""
-        calibration = Calibration()
         rotation = np.asarray(self.config.base_rotation, dtype=np.float64)
+        arms = {}
         for side in SIDES:
             q_neutral = self.config.neutral_arm(side)
             arm = self.arms[side]
-            setattr(
-                calibration,
-                side,
-                calibrate_arm(
-                    frame.trackers["chest"],
-                    frame.trackers[f"{side}_wrist"],
-                    frame.trackers[f"{side}_upper_arm"],
-                    arm.ee_pose(q_neutral),
-                    arm.elbow_position(q_neutral),
-                    self.config.arm_ik.scale,
-                    rotation,
-                ),
+            arms[side] = calibrate_arm(
+                frame.trackers["chest"],
+                frame.trackers[f"{side}_wrist"],
+                frame.trackers[f"{side}_upper_arm"],
+                arm.ee_pose(q_neutral),
+                arm.elbow_position(q_neutral),
+                self.config.arm_ik.scale,
+                rotation,
             )
+        calibration = Calibration(**arms)
         self.set_calibration(calibration)
         return calibration
 

@@ -15,7 +15,7 @@ from rynn_common.action_layout import ACTION_DIM
 from rynn_common.action_trajectory import ActionTrajectory, arm_hand_vector
 
 
-@dataclass
+@dataclass(frozen=True)
 class SmoothingConfig:
     rate_hz: float = 200.0
     arm_max_velocity: float = 2.0  # rad/s

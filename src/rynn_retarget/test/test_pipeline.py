@@ -1,4 +1,5 @@
 import socket
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperato
 from rynn_retarget.operator.udp import UdpOperatorSource, send_frame
 from rynn_retarget.pipeline import RetargetPipeline
 
-CONFIG = "config/retarget.yaml"
+CONFIG = Path(__file__).resolve().parents[1] / "config" / "retarget.yaml"
 
 
 @pytest.fixture(scope="module")

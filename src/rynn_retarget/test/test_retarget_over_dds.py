@@ -66,7 +66,7 @@ def test_retarget_node_follows_the_synthetic_operator(ros_node, operator_graph):
     for proc in operator_graph:
         assert proc.poll() is None, logs()
 
-    pipeline = RetargetPipeline(load_retarget_config(find_config("retarget.yaml")))
+    pipeline = RetargetPipeline(load_retarget_config(find_config("rynn_retarget", "retarget.yaml")))
     names = {"operator_chest": "chest", "operator_left_wrist": "left_wrist", "operator_right_wrist": "right_wrist",
              "operator_left_upper_arm": "left_upper_arm", "operator_right_upper_arm": "right_upper_arm"}
     tracker_stamps, targets = [], {"left": [], "right": []}

@@ -21,6 +21,15 @@ from rynn_retarget.kinematics.robot_model import load_model
 
 
 @dataclass(frozen=True)
+class RobotStatePublisherSettings:
+    """The node's parameters, named as robot_state_publisher's."""
+
+    urdf_path: str = ""  # empty: the packaged rynn_bimanual.urdf
+    publish_frequency: float = 20.0  # /tf at most this often (robot_state_publisher's default)
+    frame_prefix: str = ""
+
+
+@dataclass(frozen=True)
 class LinkTransform:
     """Pose of ``child`` in ``parent`` (4x4), named after the URDF joint that links them."""
 

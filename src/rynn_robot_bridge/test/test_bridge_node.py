@@ -185,8 +185,8 @@ class Operator:
 def start_bridge(start_process, lcm_url: str, start_mode: str):
     return start_process(
         ["-m", "rynn_robot_bridge.nodes.bridge_node", "--ros-args",
-         "-p", f"start_mode:={start_mode}", "-p", f"lcm_url:={lcm_url}",
-         "-p", f"lcm_command_channel:={COMMAND_CHANNEL}", "-p", f"lcm_state_channel:={STATE_CHANNEL}",
+         "-p", f"start_mode:={start_mode}", "-p", f"lcm.url:={lcm_url}",
+         "-p", f"lcm.command_channel:={COMMAND_CHANNEL}", "-p", f"lcm.state_channel:={STATE_CHANNEL}",
          # generous timeouts: two loaded CPU cores run the bridge, the robot and the test
          "-p", "action_timeout_ms:=300.0", "-p", "state_timeout_ms:=500.0", "-p", "camera_stall_timeout_ms:=600.0",
          "-p", "status_rate_hz:=20.0"],

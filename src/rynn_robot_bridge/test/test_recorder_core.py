@@ -143,7 +143,10 @@ def test_config_file_and_topic_entries(tmp_path):
         parse_topic("/joint_states")
     bad = tmp_path / "bad.yaml"
     bad.write_text("topicz: []\n")
-    with pytest.raises(ValueError, match="unknown keys"):
+    with pytest.raises(ValueError, match=r"bad.yaml: unknown key\(s\) \['topicz'\]"):
+        load_recorder_settings(bad)
+    bad.write_text("topics: [/joint_states]\n")
+    with pytest.raises(ValueError, match="must be"):
         load_recorder_settings(bad)
     assert checkpoint_sha256("") == "none"
     with pytest.raises(FileNotFoundError):

@@ -161,7 +161,7 @@ def feeder(ros_node, repo_conftest):
 
 
 def start_recorder(start_process, config: Path, name: str, *params: str):
-    args = ["-m", "rynn_robot_bridge.nodes.recorder_node", "--ros-args", "-p", f"recorder_config:={config}"]
+    args = ["-m", "rynn_robot_bridge.nodes.recorder_node", "--ros-args", "-p", f"config_file:={config}"]
     for param in params:
         args += ["-p", param]
     return start_process(args, name)

@@ -104,8 +104,8 @@ class Operator:
 
 def start_bridge(start_process, lcm_url: str, *extra: str):
     return start_process(
-        ["-m", "rynn_robot_bridge.nodes.bridge_node", "--ros-args", "-p", "start_mode:=real", "-p", f"lcm_url:={lcm_url}",
-         "-p", f"lcm_command_channel:={COMMAND_CHANNEL}", "-p", f"lcm_state_channel:={STATE_CHANNEL}",
+        ["-m", "rynn_robot_bridge.nodes.bridge_node", "--ros-args", "-p", "start_mode:=real", "-p", f"lcm.url:={lcm_url}",
+         "-p", f"lcm.command_channel:={COMMAND_CHANNEL}", "-p", f"lcm.state_channel:={STATE_CHANNEL}",
          # generous timeouts: two loaded CPU cores run the bridge, the robot and the test
          "-p", "action_timeout_ms:=300.0", "-p", "state_timeout_ms:=300.0", "-p", "status_rate_hz:=20.0", *extra],
         "bridge",
@@ -275,8 +275,8 @@ class SimRobotLink:
 
 
 def start_sim(start_process, lcm_url):
-    return start_process(["-m", "rynn_robot_bridge.nodes.sim_robot_node", "--ros-args", "-p", f"lcm_url:={lcm_url}",
-                          "-p", "render_rate_hz:=0.0"], "sim_robot")
+    return start_process(["-m", "rynn_robot_bridge.nodes.sim_robot_node", "--ros-args", "-p", f"lcm.url:={lcm_url}",
+                          "-p", "sim.render_rate_hz:=0.0"], "sim_robot")
 
 
 @pytest.fixture
@@ -353,8 +353,8 @@ def test_row5_a_second_commander_is_detected_and_the_bridge_stops_until_rearmed(
     assert wait_until(lambda: len(sim_link.states) > 10, 60.0), read_log(sim)
     home = sim_link.latest.position.copy()
     operator = Operator(ros_node, home)
-    bridge = start_bridge(start_process, lcm_url, "-p", f"lcm_command_channel:={SIM_COMMAND}",
-                          "-p", f"lcm_state_channel:={SIM_STATE}")
+    bridge = start_bridge(start_process, lcm_url, "-p", f"lcm.command_channel:={SIM_COMMAND}",
+                          "-p", f"lcm.state_channel:={SIM_STATE}")
 
     def bridge_commands_after(monotonic: float) -> list:
         return [c for t, c in list(sim_link.commands) if t > monotonic and c.utime != Intruder.UTIME]

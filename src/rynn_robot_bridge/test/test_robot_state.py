@@ -122,7 +122,7 @@ def test_node_publishes_the_tf_tree_and_the_recorder_keeps_it(ros_node, start_pr
     publisher = start_process(["-m", "rynn_robot_bridge.nodes.robot_state_publisher_node", "--ros-args",
                                "-p", "publish_frequency:=50.0"], "robot_state_publisher")
     recorder = start_process(["-m", "rynn_robot_bridge.nodes.recorder_node", "--ros-args",
-                              "-p", f"recorder_config:={config}"], "recorder")
+                              "-p", f"config_file:={config}"], "recorder")
 
     latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
     received = {"static": [], "tf": [], "description": []}

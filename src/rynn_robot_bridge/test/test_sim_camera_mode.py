@@ -28,9 +28,9 @@ def test_camera_renders_anchor_frames_only_while_digital_and_full_rate_again_whe
     frames: list[float] = []
     ros_node.create_subscription(Image, "/camera/camera/color/image_raw", lambda _msg: frames.append(time.monotonic()),
                                  QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
-    sim = start_process(["-m", "rynn_robot_bridge.nodes.sim_robot_node", "--ros-args", "-p", f"lcm_url:={lcm_url}",
-                         "-p", "image_width:=160", "-p", "image_height:=120", "-p", "render_rate_hz:=20.0",
-                         "-p", "digital_render_rate_hz:=0.25"], "sim_robot")
+    sim = start_process(["-m", "rynn_robot_bridge.nodes.sim_robot_node", "--ros-args", "-p", f"lcm.url:={lcm_url}",
+                         "-p", "sim.image_width:=160", "-p", "sim.image_height:=120", "-p", "sim.render_rate_hz:=20.0",
+                         "-p", "sim.digital_render_rate_hz:=0.25"], "sim_robot")
     spin = ros_node.spin_once
     assert wait_until(lambda: "mode digital: camera at 0.25 Hz" in read_log(sim), 90.0, spin=spin), read_log(sim)
     assert wait_until(lambda: len(frames) >= 1, 30.0, spin=spin), read_log(sim)

@@ -30,7 +30,7 @@ def run_sim(start_process, ros_node, repo_conftest, config_file, lcm_url, *overr
     from sensor_msgs.msg import Image
 
     wait_until, read_log = repo_conftest.wait_until, repo_conftest.read_log
-    args = ["-p", f"config_file:={config_file}", "-p", f"lcm_url:={lcm_url}"]
+    args = ["-p", f"config_file:={config_file}", "-p", f"lcm.url:={lcm_url}"]
     for override in overrides:
         args += ["-p", override]
     proc = start_process(["-m", "rynn_robot_bridge.nodes.sim_robot_node", "--ros-args", *args], "sim_robot")
@@ -53,7 +53,7 @@ def test_custom_config_file_keeps_its_scene_seed_size_and_rate(start_process, ro
     line, images = run_sim(start_process, ros_node, repo_conftest, config_file, lcm_url)
 
     assert "scene=block_pushing seed=7 " in line, line
-    assert f"lcm={lcm_url} " in line, line  # the lcm_url parameter beats the file's default URL
+    assert f"lcm={lcm_url} " in line, line  # the lcm.url parameter beats the file's default URL
     assert "camera 320x240 @ 4 Hz" in line, line
     assert {(m.width, m.height) for m in images} == {(320, 240)}
     # 4 Hz from the file, not robot.yaml's 30 Hz: frames ~0.25 s apart (load only stretches them).
@@ -64,7 +64,7 @@ def test_parameter_overrides_beat_the_config_file(start_process, ros_node, repo_
     config_file = tmp_path / "robot.yaml"
     config_file.write_text(CUSTOM_ROBOT_YAML)
     line, images = run_sim(start_process, ros_node, repo_conftest, config_file, lcm_url,
-                           "seed:=11", "image_width:=256", "render_rate_hz:=3.0")
+                           "sim.seed:=11", "sim.image_width:=256", "sim.render_rate_hz:=3.0")
 
     assert "scene=block_pushing seed=11 " in line, line  # scene from the file, seed from the parameter
     assert "camera 256x240 @ 3 Hz" in line, line  # width and rate from parameters, height from the file

@@ -42,14 +42,14 @@ class StateListener:
 
 def start_sim(start_process, lcm_url, *extra):
     return start_process(
-        ["-m", "rynn_robot_bridge.nodes.sim_robot_node", "--ros-args", "-p", f"lcm_url:={lcm_url}", *extra],
+        ["-m", "rynn_robot_bridge.nodes.sim_robot_node", "--ros-args", "-p", f"lcm.url:={lcm_url}", *extra],
         "sim_robot",
     )
 
 
 def test_state_follows_commands_rejects_bad_packets_and_watchdog_holds(start_process, lcm_url, repo_conftest):
     wait_until, read_log = repo_conftest.wait_until, repo_conftest.read_log
-    proc = start_sim(start_process, lcm_url, "-p", "render_rate_hz:=0.0")
+    proc = start_sim(start_process, lcm_url, "-p", "sim.render_rate_hz:=0.0")
     link = StateListener(lcm_url)
     assert wait_until(lambda: link.count > 10, 60, spin=link.poll), read_log(proc)
     first = link.latest
@@ -104,8 +104,8 @@ def test_camera_arrives_over_dds_like_realsense2_camera(start_process, lcm_url, 
     from rclpy.qos import qos_profile_sensor_data
     from sensor_msgs.msg import CameraInfo, Image
 
-    proc = start_sim(start_process, lcm_url, "-p", "image_width:=832", "-p", "image_height:=480",
-                     "-p", "render_rate_hz:=10.0")
+    proc = start_sim(start_process, lcm_url, "-p", "sim.image_width:=832", "-p", "sim.image_height:=480",
+                     "-p", "sim.render_rate_hz:=10.0")
     images, infos = [], []
     # A best-effort (sensor-data) subscriber and a reliable one must both match the publisher.
     ros_node.create_subscription(Image, "/camera/camera/color/image_raw", images.append, qos_profile_sensor_data)

@@ -46,7 +46,7 @@ class DemoSettings:
         "world_model_node.torch_threads=1",
         "tracker_node.rate_hz=60.0",
         "glove_node.rate_hz=60.0",
-        "sim_robot.render_rate_hz=15.0",
+        "sim_robot.sim.render_rate_hz=15.0",
     )
 
 

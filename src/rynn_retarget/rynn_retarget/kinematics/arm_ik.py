@@ -22,7 +22,7 @@ from scipy.linalg.lapack import dgesdd
 from rynn_retarget.kinematics.robot_model import ArmChain
 
 
-@dataclass
+@dataclass(frozen=True)
 class ArmIkConfig:
     scale: float = 1.5  # Scale_s on the chest->wrist translation
     lambda_min: float = 1e-3

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rynn_common.config_io import from_dict, load_yaml, save_yaml, to_dict
+from rynn_common.config_io import load_config, save_yaml, to_dict
 from rynn_retarget.kinematics.transforms import invert, scale_translation
 
 
@@ -21,7 +21,7 @@ def _identity() -> list:
     return np.eye(4).tolist()
 
 
-@dataclass
+@dataclass(frozen=True)
 class ArmCalibration:
     """T_base, T_ee (4x4, row-major lists) and the elbow reference offset [m], one arm."""
 
@@ -36,7 +36,7 @@ class ArmCalibration:
         return _as_transform(self.ee, "ee")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Calibration:
     left: ArmCalibration = field(default_factory=ArmCalibration)
     right: ArmCalibration = field(default_factory=ArmCalibration)
@@ -76,7 +76,7 @@ def save_calibration(path: str | Path, calibration: Calibration) -> None:
 
 
 def load_calibration(path: str | Path) -> Calibration:
-    return from_dict(Calibration, {k: v for k, v in load_yaml(path).items()})
+    return load_config(Calibration, path)
 
 
 def _as_transform(values, name: str) -> np.ndarray:

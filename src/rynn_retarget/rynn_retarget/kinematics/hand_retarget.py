@@ -30,7 +30,7 @@ DISTAL_KEYPOINTS = (3, 7, 11, 15, 19)  # thumb IP, finger DIPs
 DISTAL_JOINT_INDICES = (3, 7, 11, 15, 19)  # joint4: DIP (thumb IP)
 
 
-@dataclass
+@dataclass(frozen=True)
 class HandRetargetConfig:
     scale: float = 1.0  # operator -> robot hand size
     iterations: int = 4  # LM iterations per frame (warm-started)

@@ -12,27 +12,26 @@ from rynn_teleop_msgs.msg import BimanualSkeleton
 
 from rynn_common.node_runner import run_node
 from rynn_common.ros_conversions import make_bimanual_skeleton
-from rynn_common.ros_names import HANDS_TOPIC
+
 from rynn_retarget.nodes.operator_input import OperatorInputNode
+from rynn_retarget.operator.feed import GloveNodeSettings
 from rynn_retarget.operator.frame import OperatorFrame
 
 
 class GloveNode(OperatorInputNode):
     frame_parts = frozenset({"hands"})
+    settings_class = GloveNodeSettings
 
     def __init__(self, **node_options):
-        super().__init__("glove_node", default_rate_hz=120.0, default_udp_port=9871, **node_options)
-        self.declare_parameter("topic", HANDS_TOPIC)
-        self.declare_parameter("frames.left_wrist", "operator_left_wrist")
-        self.declare_parameter("frames.right_wrist", "operator_right_wrist")
-        self.frames = {side: self.get_parameter(f"frames.{side}_wrist").value for side in ("left", "right")}
-        topic = self.get_parameter("topic").value
+        super().__init__("glove_node", **node_options)
+        self.frames = {"left": self.settings.frames.left_wrist, "right": self.settings.frames.right_wrist}
+        topic = self.settings.topic
         self.publisher = self.create_publisher(
             BimanualSkeleton, topic, QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         )
         self.start_feed()
         self.get_logger().info(
-            f"publishing hands from source '{self.settings.kind}' at {self.settings.rate_hz:g} Hz on {topic}"
+            f"publishing hands from source '{self.settings.source}' at {self.settings.rate_hz:g} Hz on {topic}"
         )
 
     def publish_frame(self, frame: OperatorFrame) -> None:

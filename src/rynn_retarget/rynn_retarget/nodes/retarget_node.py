@@ -15,7 +15,11 @@ Publishes
   with the tracker sample; elbows = the commanded robot elbows), for the world model
 - ``/rynn/status`` (TeleopStatus) and ``/diagnostics``
 Service ``~/calibrate`` (std_srvs/Trigger): the current operator pose becomes the neutral
-pose (T_base/T_ee); saved to ``calibration_file`` when that parameter is set.
+pose (T_base/T_ee); saved to ``calibration_file`` when that is set (and loaded from it at start).
+
+Settings: this package's config/retarget.yaml (``config_file`` replaces it), every flat key a
+parameter of the same dotted name (``arm_ik.scale``, ``frames.world``, ``max_solve_rate_hz``);
+an explicit parameter wins over the file (rynn_common.node_settings).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from tf2_msgs.msg import TFMessage
 from rynn_common.action_layout import joint_names
 from rynn_common.config_paths import find_config
 from rynn_common.node_runner import run_node
+from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.qos import RECORDED_STREAM_QOS, TF_QOS
 from rynn_common.ros_conversions import make_bimanual_skeleton, make_diagnostics, make_robot_action, make_teleop_status, seconds_from_time
@@ -46,12 +51,11 @@ from rynn_common.ros_names import (
     CAMERA_SKELETON_TOPIC,
     COMMAND_JOINT_STATES_TOPIC,
     DIAGNOSTICS_TOPIC,
-    HANDS_TOPIC,
     STATUS_TOPIC,
     TF_TOPIC,
 )
 from rynn_common.skeleton_arrays import bimanual_skeleton_to_arrays
-from rynn_retarget.config import load_retarget_config
+from rynn_retarget.config import RetargetNodeSettings
 from rynn_retarget.input_guard import StampBound
 from rynn_retarget.kinematics.calibration import save_calibration
 from rynn_retarget.kinematics.transforms import matrix_from_transform
@@ -71,27 +75,14 @@ GIL_SWITCH_INTERVAL_S = 0.0005
 class RetargetNode(Node):
     def __init__(self, **node_options):
         super().__init__("retarget_node", **node_options)
-        self.declare_parameter("config_file", "")
-        self.declare_parameter("calibration_file", "")
-        self.declare_parameter("hands_topic", HANDS_TOPIC)
-        self.declare_parameter("hands_timeout_s", 0.25)
-        self.declare_parameter("status_rate_hz", 2.0)
-        # IK + hand retargeting cost ~3 ms a sample; solving every 120 Hz tracker sample was a third of a
-        # core. The newest sample is solved at most this often (<= 0: every sample); Ruckig still
-        # interpolates the 200 Hz command, and 60 Hz stays well above the world model's 16 FPS.
-        self.declare_parameter("max_solve_rate_hz", 60.0)
-        self.declare_parameter("frames.world", "operator_world")
-        for name in TRACKER_NAMES:
-            self.declare_parameter(f"frames.{name}", f"operator_{name}")
-        config_file = self.get_parameter("config_file").value or str(find_config("retarget.yaml"))
-        self.calibration_file = self.get_parameter("calibration_file").value
-        self.hands_timeout = float(self.get_parameter("hands_timeout_s").value)
-        max_solve_rate = float(self.get_parameter("max_solve_rate_hz").value)
-        self.solve_interval = 1.0 / max_solve_rate if max_solve_rate > 0 else 0.0
-        self.world_frame = self.get_parameter("frames.world").value
-        self.tracker_by_frame = {self.get_parameter(f"frames.{n}").value: n for n in TRACKER_NAMES}
+        settings = declare_settings(self, RetargetNodeSettings, find_config("rynn_retarget", "retarget.yaml"))
+        self.calibration_file = settings.calibration_file
+        self.hands_timeout = settings.hands_timeout_s
+        self.solve_interval = 1.0 / settings.max_solve_rate_hz if settings.max_solve_rate_hz > 0 else 0.0
+        self.world_frame = settings.frames.world
+        self.tracker_by_frame = {getattr(settings.frames, n): n for n in TRACKER_NAMES}
 
-        self.pipeline = RetargetPipeline(load_retarget_config(config_file))
+        self.pipeline = RetargetPipeline(settings)
         self.smoother = self.pipeline.make_smoother()
         self.camera_frame = self.pipeline.config.camera_frame
         self.names = joint_names()
@@ -116,9 +107,9 @@ class RetargetNode(Node):
         self.status_pub = self.create_publisher(TeleopStatus, STATUS_TOPIC, RELIABLE)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, RELIABLE)
         self.create_subscription(TFMessage, TF_TOPIC, self.on_tf, TF_QOS)
-        self.create_subscription(BimanualSkeleton, self.get_parameter("hands_topic").value, self.on_hands, RELIABLE)
+        self.create_subscription(BimanualSkeleton, settings.hands_topic, self.on_hands, RELIABLE)
         self.create_service(Trigger, "~/calibrate", self.on_calibrate)
-        self.create_timer(1.0 / float(self.get_parameter("status_rate_hz").value), self.publish_status)
+        self.create_timer(1.0 / settings.status_rate_hz, self.publish_status)
 
         self._running = True
         self._threads = [
@@ -128,7 +119,7 @@ class RetargetNode(Node):
         for thread in self._threads:
             thread.start()
         self.get_logger().info(
-            f"retargeting {config_file} at {self.pipeline.config.smoothing.rate_hz:g} Hz output, "
+            f"retargeting at {self.pipeline.config.smoothing.rate_hz:g} Hz output, "
             f"trackers under '{self.world_frame}'"
         )
 

@@ -17,6 +17,7 @@ from rynn_common.node_runner import run_node
 from rynn_common.qos import TF_QOS
 from rynn_common.ros_names import TF_TOPIC
 from rynn_retarget.nodes.operator_input import OperatorInputNode
+from rynn_retarget.operator.feed import TrackerNodeSettings
 from rynn_retarget.operator.frame import TRACKER_NAMES, OperatorFrame
 
 
@@ -28,22 +29,17 @@ def transform_from_matrix(matrix: np.ndarray) -> Transform:
 
 class TrackerNode(OperatorInputNode):
     frame_parts = frozenset({"trackers"})
+    settings_class = TrackerNodeSettings
 
     def __init__(self, **node_options):
-        super().__init__("tracker_node", default_rate_hz=120.0, default_udp_port=9870, **node_options)
-        self.declare_parameter("frames.world", "operator_world")
-        for name in TRACKER_NAMES:
-            self.declare_parameter(f"frames.{name}", f"operator_{name}")
-        self.declare_parameter("openvr.serials", ["chest:", "left_wrist:", "right_wrist:", "left_upper_arm:", "right_upper_arm:"])
-        self.world_frame = self.get_parameter("frames.world").value
-        self.tracker_frames = {name: self.get_parameter(f"frames.{name}").value for name in TRACKER_NAMES}
-        self.settings.openvr_serials = dict(
-            entry.split(":", 1) for entry in self.get_parameter("openvr.serials").value if entry.split(":", 1)[1]
-        )
+        super().__init__("tracker_node", **node_options)
+        frames = self.settings.frames
+        self.world_frame = frames.world
+        self.tracker_frames = {name: getattr(frames, name) for name in TRACKER_NAMES}
         self.publisher = self.create_publisher(TFMessage, TF_TOPIC, TF_QOS)
-        self.start_feed()
+        self.start_feed(self.settings.openvr.by_role())
         self.get_logger().info(
-            f"publishing {len(TRACKER_NAMES)} trackers from source '{self.settings.kind}' at "
+            f"publishing {len(TRACKER_NAMES)} trackers from source '{self.settings.source}' at "
             f"{self.settings.rate_hz:g} Hz "
             f"as {self.world_frame} -> {', '.join(self.tracker_frames.values())}"
         )

@@ -10,55 +10,98 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
-from rynn_retarget.operator.frame import OperatorFrame, OperatorSource
+from rynn_common.ros_names import HANDS_TOPIC
+from rynn_retarget.operator.frame import TRACKER_NAMES, OperatorFrame, OperatorFrames, OperatorSource
 from rynn_retarget.operator.synthetic import FRAME_PARTS, SyntheticOperator, SyntheticOperatorConfig
 
 SOURCE_KINDS = ("synthetic", "replay", "udp", "openvr")
 
 
-@dataclass
-class SourceSettings:
-    """What a tracker or glove node needs to open its source (its ROS parameters)."""
-
-    kind: str = "synthetic"
-    rate_hz: float = 120.0
+@dataclass(frozen=True)
+class SyntheticInput:
     motion: str = "all"
     seed: int = 0
     period_s: float = 4.0
     epoch_s: float = 0.0  # synthetic time = wall time - epoch_s
-    replay_path: str = ""
-    replay_loop: bool = True
-    udp_host: str = "0.0.0.0"
-    udp_port: int = 9870
-    openvr_serials: dict | None = None  # tracker role -> serial number
 
 
-def open_source(settings: SourceSettings) -> OperatorSource:
+@dataclass(frozen=True)
+class ReplayInput:
+    path: str = ""  # a recorded operator session file
+    loop: bool = True
+
+
+@dataclass(frozen=True)
+class UdpInput:
+    host: str = "0.0.0.0"
+    port: int = 9870
+
+
+@dataclass(frozen=True)
+class SourceSettings:
+    """What a tracker or glove node needs to open its source (its ROS parameters: ``source``,
+    ``rate_hz``, ``synthetic.*``, ``replay.*``, ``udp.*``)."""
+
+    source: str = "synthetic"  # one of SOURCE_KINDS
+    rate_hz: float = 120.0
+    synthetic: SyntheticInput = field(default_factory=SyntheticInput)
+    replay: ReplayInput = field(default_factory=ReplayInput)
+    udp: UdpInput = field(default_factory=UdpInput)
+
+
+@dataclass(frozen=True)
+class OpenVrInput:
+    serials: list[str] = field(default_factory=lambda: [f"{name}:" for name in TRACKER_NAMES])  # "role:serial"
+
+    def by_role(self) -> dict[str, str]:
+        """Tracker role -> serial number, for the roles given one."""
+        return dict(entry.split(":", 1) for entry in self.serials if entry.split(":", 1)[1])
+
+
+@dataclass(frozen=True)
+class TrackerNodeSettings(SourceSettings):
+    frames: OperatorFrames = field(default_factory=OperatorFrames)
+    openvr: OpenVrInput = field(default_factory=OpenVrInput)
+
+
+@dataclass(frozen=True)
+class WristFrames:
+    left_wrist: str = OperatorFrames.left_wrist
+    right_wrist: str = OperatorFrames.right_wrist
+
+
+@dataclass(frozen=True)
+class GloveNodeSettings(SourceSettings):
+    udp: UdpInput = field(default_factory=lambda: UdpInput(port=9871))
+    topic: str = HANDS_TOPIC
+    frames: WristFrames = field(default_factory=WristFrames)
+
+
+def open_source(settings: SourceSettings, openvr_serials: dict[str, str] | None = None) -> OperatorSource:
     """The configured source; ValueError for an unknown kind, DeviceUnavailableError for absent devices."""
-    if settings.kind == "synthetic":
+    if settings.source == "synthetic":
         return SyntheticOperator(
-            SyntheticOperatorConfig(
-                motion=settings.motion, seed=settings.seed, period_s=settings.period_s, rate_hz=settings.rate_hz
-            )
+            SyntheticOperatorConfig(motion=settings.synthetic.motion, seed=settings.synthetic.seed,
+                                    period_s=settings.synthetic.period_s, rate_hz=settings.rate_hz)
         )
-    if settings.kind == "replay":
+    if settings.source == "replay":
         from rynn_retarget.operator.replay import ReplaySource
 
-        if not settings.replay_path:
-            raise ValueError("source 'replay' needs replay_path (a recorded operator session file)")
-        return ReplaySource(settings.replay_path, realtime=True, loop=settings.replay_loop)
-    if settings.kind == "udp":
+        if not settings.replay.path:
+            raise ValueError("source 'replay' needs replay.path (a recorded operator session file)")
+        return ReplaySource(settings.replay.path, realtime=True, loop=settings.replay.loop)
+    if settings.source == "udp":
         from rynn_retarget.operator.udp import UdpOperatorSource
 
-        return UdpOperatorSource(settings.udp_host, settings.udp_port)
-    if settings.kind == "openvr":
+        return UdpOperatorSource(settings.udp.host, settings.udp.port)
+    if settings.source == "openvr":
         from rynn_retarget.operator.openvr_source import OpenVrTrackerSource
 
-        return OpenVrTrackerSource(settings.openvr_serials or {}, settings.rate_hz)
-    raise ValueError(f"unknown operator source {settings.kind!r}; choose one of {', '.join(SOURCE_KINDS)}")
+        return OpenVrTrackerSource(openvr_serials or {}, settings.rate_hz)
+    raise ValueError(f"unknown operator source {settings.source!r}; choose one of {', '.join(SOURCE_KINDS)}")
 
 
 class OperatorFeed:

@@ -22,6 +22,18 @@ TRACKER_NAMES = ("chest", "left_wrist", "right_wrist", "left_upper_arm", "right_
 HAND_POINTS = 21
 
 
+@dataclass(frozen=True)
+class OperatorFrames:
+    """TF frame ids of the operator's trackers, as the tracker node publishes them."""
+
+    world: str = "operator_world"
+    chest: str = "operator_chest"
+    left_wrist: str = "operator_left_wrist"
+    right_wrist: str = "operator_right_wrist"
+    left_upper_arm: str = "operator_left_upper_arm"
+    right_upper_arm: str = "operator_right_upper_arm"
+
+
 @dataclass
 class HandSkeleton:
     points: np.ndarray = field(default_factory=lambda: np.zeros((HAND_POINTS, 3)))  # (21, 3)

@@ -1,17 +1,16 @@
-"""The bridge's own settings (config/bridge.yaml); the LCM link comes from config/robot.yaml.
+"""The bridge's own settings (this package's config/bridge.yaml); the LCM link comes from robot.yaml.
 
-The node declares every field here as a ROS parameter whose default is the
-file's value, so the YAML stays the one source of truth and ``-p`` or a launch
-file can still override any of them.
+The node declares every field here as a ROS parameter (rynn_common.node_settings):
+an explicit parameter wins over the file, the file over the defaults below.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rynn_common.config_io import from_dict, load_yaml
+from rynn_common.config_io import load_config
+from rynn_common.config_paths import find_config
 from rynn_common.ros_names import (
     CAMERA_FRAME,
     CAMERA_INFO_TOPIC,
@@ -22,8 +21,6 @@ from rynn_common.ros_names import (
     REAL_IMAGE_TOPIC,
 )
 from rynn_robot_bridge.bridge.transition import TransitionLimits
-
-CONFIG_ENV = "RYNN_BRIDGE_CONFIG"
 
 
 @dataclass(frozen=True)
@@ -54,27 +51,6 @@ class BridgeSettings:
     transition: TransitionLimits = field(default_factory=TransitionLimits)
 
 
-def default_config_path() -> Path | None:
-    """``$RYNN_BRIDGE_CONFIG``, else the repository's config/bridge.yaml, else the installed copy."""
-    if os.environ.get(CONFIG_ENV):
-        return Path(os.environ[CONFIG_ENV])
-    source_tree = Path(__file__).resolve().parents[4] / "config" / "bridge.yaml"
-    if source_tree.is_file():
-        return source_tree
-    try:
-        from ament_index_python.packages import get_package_share_directory
-
-        installed = Path(get_package_share_directory("rynn_world")) / "config" / "bridge.yaml"
-        return installed if installed.is_file() else None
-    except (ImportError, LookupError):
-        return None
-
-
 def load_bridge_settings(path: str | Path | None = None) -> BridgeSettings:
-    """Settings from ``path`` (or the default file); unknown keys are an error, missing keys keep defaults."""
-    path = Path(path) if path else default_config_path()
-    if path is None:
-        return BridgeSettings()
-    if not path.is_file():
-        raise FileNotFoundError(f"bridge config not found: {path}")
-    return from_dict(BridgeSettings, load_yaml(path))
+    """Settings from ``path``, else this package's config/bridge.yaml; keys left out keep the defaults above."""
+    return load_config(BridgeSettings, path or find_config("rynn_robot_bridge", "bridge.yaml"))

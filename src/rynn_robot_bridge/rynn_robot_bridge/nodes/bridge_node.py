@@ -1,6 +1,7 @@
 """The real/digital robot bridge: one set of canonical topics, whichever robot runs.
 
-Topics (names are parameters; defaults in config/bridge.yaml):
+Topics (names are parameters: every key of this package's config/bridge.yaml is one, and robot.yaml's
+``lcm`` section as ``lcm.url``, ``lcm.command_channel``, ...; an explicit parameter wins over the file):
 
 * in:  ``/rynn/action`` (RobotAction, best effort so any publisher matches); the real
   camera on ``/rynn/real/camera/color/{image_raw,camera_info}`` (the launch remaps the
@@ -31,7 +32,6 @@ the SetMode request, after it has stopped forwarding the real camera.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 
@@ -45,7 +45,9 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import String
 
 from rynn_common.action_layout import joint_names
+from rynn_common.config_paths import find_config
 from rynn_common.node_runner import run_node
+from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.qos import LATCHED_QOS, RECORDED_STREAM_QOS
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status
@@ -56,8 +58,8 @@ from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
 from rynn_robot_bridge.bridge.lcm_link import LcmRobotLink, receive_buffer_note, with_receive_buffer
 from rynn_robot_bridge.bridge.mode import Mode
 from rynn_robot_bridge.bridge.rate_loop import FixedRateThread
-from rynn_robot_bridge.bridge.settings import BridgeSettings, load_bridge_settings
-from rynn_robot_bridge.config import LcmSettings, load_robot_config
+from rynn_robot_bridge.bridge.settings import BridgeSettings
+from rynn_robot_bridge.config import LcmSettings
 from rynn_robot_bridge.image_layout import read_image_header
 from rynn_robot_bridge.lcm_protocol import RobotState
 
@@ -138,29 +140,11 @@ class BridgeNode(Node):
         )
 
     def _declare_parameters(self) -> tuple[BridgeSettings, LcmSettings]:
-        """Config file paths first, then every setting with the file's value as its default."""
-        bridge_file = self.declare_parameter("bridge_config", "").value
-        robot_file = self.declare_parameter("robot_config", "").value
-        file_settings = load_bridge_settings(bridge_file or None)
-        file_lcm = load_robot_config(robot_file or None).lcm
-
-        def declared(prefix: str, instance):
-            values = {}
-            for f in dataclasses.fields(instance):
-                default = getattr(instance, f.name)
-                if dataclasses.is_dataclass(default):
-                    values[f.name] = declared(f"{prefix}{f.name}.", default)
-                else:
-                    values[f.name] = type(default)(self.declare_parameter(prefix + f.name, default).value)
-            return dataclasses.replace(instance, **values)
-
-        settings = declared("", file_settings)
-        lcm = LcmSettings(
-            url=self.declare_parameter("lcm_url", file_lcm.url).value,
-            command_channel=self.declare_parameter("lcm_command_channel", file_lcm.command_channel).value,
-            state_channel=self.declare_parameter("lcm_state_channel", file_lcm.state_channel).value,
-            command_rate_hz=float(self.declare_parameter("command_rate_hz", file_lcm.command_rate_hz).value),
-        )
+        """bridge.yaml's keys as parameters (``config_file``), and robot.yaml's ``lcm`` section as
+        ``lcm.*`` (``robot_config``): the robot link's channels are shared with the robot."""
+        settings = declare_settings(self, BridgeSettings, find_config("rynn_robot_bridge", "bridge.yaml"))
+        lcm = declare_settings(self, LcmSettings, find_config("rynn_robot_bridge", "robot.yaml"),
+                               file_parameter="robot_config", section="lcm")
         return settings, lcm
 
     # --- robot side -------------------------------------------------------------------------

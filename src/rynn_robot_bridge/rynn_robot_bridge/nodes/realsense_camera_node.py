@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from dataclasses import dataclass, field
 
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray
@@ -23,6 +24,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 
 from rynn_common.node_runner import run_node
+from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.ros_conversions import make_diagnostics
 from rynn_common.ros_names import DIAGNOSTICS_TOPIC
@@ -30,6 +32,24 @@ from rynn_robot_bridge.realsense_source import CameraSourceError, RealSenseColor
 from rynn_robot_bridge.ros_camera import CAMERA_QOS, make_camera_info, make_image
 
 READ_TIMEOUT_S = 1.0
+
+
+@dataclass(frozen=True)
+class ColorStreamSettings:
+    color_profile: str = "640,480,30"  # "width,height,fps"
+
+
+@dataclass(frozen=True)
+class RealSenseNodeSettings:
+    """The node's parameters, named as realsense2_camera's."""
+
+    serial_no: str = ""  # empty: the first device found
+    rosbag_filename: str = ""  # play this recording instead of a device
+    camera_namespace: str = "camera"
+    camera_name: str = "camera"
+    rgb_camera: ColorStreamSettings = field(default_factory=ColorStreamSettings)
+    playback_real_time: bool = True
+    playback_repeat: bool = False
 
 
 def parse_color_profile(text: str) -> tuple[int, int, int]:
@@ -44,11 +64,11 @@ def parse_color_profile(text: str) -> tuple[int, int, int]:
 class RealSenseCameraNode(Node):
     def __init__(self):
         super().__init__("realsense_camera")
-        get = lambda name, default: self.declare_parameter(name, default).value  # noqa: E731
-        serial, recording = str(get("serial_no", "")), str(get("rosbag_filename", ""))
-        namespace, name = str(get("camera_namespace", "camera")).strip("/"), str(get("camera_name", "camera"))
-        width, height, fps = parse_color_profile(str(get("rgb_camera.color_profile", "640,480,30")))
-        real_time, repeat = bool(get("playback_real_time", True)), bool(get("playback_repeat", False))
+        settings = declare_settings(self, RealSenseNodeSettings, None)  # no file: the defaults, or `config_file`
+        serial, recording = settings.serial_no, settings.rosbag_filename
+        namespace, name = settings.camera_namespace.strip("/"), settings.camera_name
+        width, height, fps = parse_color_profile(settings.rgb_camera.color_profile)
+        real_time, repeat = settings.playback_real_time, settings.playback_repeat
         self.frame_id = f"{name}_color_optical_frame"
         prefix = "/" + "/".join(p for p in (namespace, name, "color") if p)
         self.stream = RealSenseColorStream(RealSenseSettings(serial, recording, width, height, fps, real_time, repeat))

@@ -4,7 +4,8 @@ Services (std_srvs/Trigger): ``/rynn/recorder/start`` (answers the episode
 directory), ``/rynn/recorder/stop`` (answers the episode summary as JSON),
 ``/rynn/recorder/discard`` (deletes the recording episode, else the one stopped
 last). The parameters ``task`` and ``operator_id`` are read at start. Topics and
-settings come from config/recorder.yaml (every key is a parameter).
+settings: this package's config/recorder.yaml (``config_file`` replaces it), every key a
+parameter (rynn_common.node_settings: an explicit parameter wins over the file).
 
 Subscriptions are raw (the CDR bytes go into the bag untouched), RELIABLE, and
 TRANSIENT_LOCAL for latched topics such as ``/rynn/mode``. Per topic the node
@@ -19,25 +20,25 @@ import importlib
 import json
 import threading
 import time
-from pathlib import Path
 
 from diagnostic_msgs.msg import DiagnosticArray, KeyValue
-from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rynn_teleop_msgs.msg import TeleopStatus
 from std_srvs.srv import Trigger
 
+from rynn_common.config_paths import find_config
 from rynn_common.node_runner import run_node
+from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.qos import LATCHED_QOS
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status
 from rynn_common.ros_names import DIAGNOSTICS_TOPIC, RECORDER_SERVICES, STATUS_TOPIC
-from rynn_robot_bridge.recording.recorder import EpisodeRecorder, RecorderError, RecorderSettings
+from rynn_robot_bridge.recording.recorder import EpisodeRecorder, RecorderError
 from rynn_robot_bridge.recording.recover import find_incomplete, recover_episode
 from rynn_robot_bridge.recording.rosbag2_mcap import OfferedQos
-from rynn_robot_bridge.recording.settings import load_recorder_settings, parse_topic
+from rynn_robot_bridge.recording.settings import RecorderSettings, parse_topic
 
 NODE_NAME = "rynn_recorder"
 # Seconds of backlog a recorder the machine starves can catch up on: when a KEEP_LAST queue is full, DDS
@@ -61,21 +62,16 @@ def subscription_qos(msgtype: str, latched: bool) -> QoSProfile:
 class RecorderNode(Node):
     def __init__(self):
         super().__init__(NODE_NAME)
-        defaults = load_recorder_settings(self.declare_parameter("recorder_config", "").value or None)
-        param = {name: self._declare(name, value) for name, value in vars(defaults).items()}
-        self.recorder = EpisodeRecorder(RecorderSettings(
-            output_dir=Path(param["output_dir"]).expanduser().resolve(), mode_topic=param["mode_topic"],
-            latched_topics=tuple(param["latched_topics"]), flush_period_s=float(param["flush_period_s"]),
-            urdf_path=param["urdf_path"], world_model_checkpoint=param["world_model_checkpoint"],
-        ))
+        settings = declare_settings(self, RecorderSettings, find_config("rynn_robot_bridge", "recorder.yaml"))
+        self.recorder = EpisodeRecorder(settings)
         self.stats = PipelineStats()
         self._lock = threading.Lock()  # services, timers and callbacks share the recorder
-        for episode in find_incomplete(self.recorder.settings.output_dir):
+        for episode in find_incomplete(self.recorder.output_dir):
             summary = recover_episode(episode)
             self.get_logger().warning(f"recovered {episode.name} left by a crashed recorder: "
                                       f"{summary['messages_written']} messages")
 
-        for entry in param["topics"]:
+        for entry in settings.topics:
             topic, msgtype = parse_topic(entry)
             self.recorder.check_type(msgtype)
             events = SubscriptionEventCallbacks(
@@ -84,7 +80,7 @@ class RecorderNode(Node):
             )
             self.create_subscription(
                 message_class(msgtype), topic, lambda raw, t=topic, m=msgtype: self._on_message(t, m, raw),
-                subscription_qos(msgtype, topic in self.recorder.settings.latched_topics), raw=True,
+                subscription_qos(msgtype, topic in settings.latched_topics), raw=True,
                 event_callbacks=events,
             )
         self.create_service(Trigger, RECORDER_SERVICES["start"], self._on_start)
@@ -92,16 +88,9 @@ class RecorderNode(Node):
         self.create_service(Trigger, RECORDER_SERVICES["discard"], self._on_discard)
         self.status_pub = self.create_publisher(TeleopStatus, STATUS_TOPIC, 10)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
-        self.create_timer(1.0 / float(param["status_rate_hz"]), self._publish_status)
-        self.create_timer(min(0.25, self.recorder.settings.flush_period_s / 2), self._flush_if_due)
-        self.get_logger().info(f"recorder up: {len(param['topics'])} topics -> {self.recorder.settings.output_dir}")
-
-    def _declare(self, name: str, default):
-        """A parameter defaulting to the config file's value (lists typed explicitly: they may be empty)."""
-        if isinstance(default, list):
-            descriptor = ParameterDescriptor(type=ParameterType.PARAMETER_STRING_ARRAY)
-            return list(self.declare_parameter(name, default, descriptor).value)
-        return self.declare_parameter(name, default).value
+        self.create_timer(1.0 / settings.status_rate_hz, self._publish_status)
+        self.create_timer(min(0.25, settings.flush_period_s / 2), self._flush_if_due)
+        self.get_logger().info(f"recorder up: {len(settings.topics)} topics -> {self.recorder.output_dir}")
 
     # --- messages ---------------------------------------------------------------------------
 
@@ -188,7 +177,7 @@ class RecorderNode(Node):
                                   dropped={f"{topic} lost": c.lost for topic, c in totals.topics.items()},
                                   rejected={f"{topic} write_failed": c.failed for topic, c in totals.topics.items()})
             status = make_teleop_status(self.stats, NODE_NAME, TeleopStatus.MODE_UNKNOWN, stamp)
-            diagnostics = make_diagnostics(self.stats, NODE_NAME, str(self.recorder.settings.output_dir), stamp)
+            diagnostics = make_diagnostics(self.stats, NODE_NAME, str(self.recorder.output_dir), stamp)
             episode = self.recorder.episode
             values = [KeyValue(key="recording", value=episode.path.name if episode else ""),
                       KeyValue(key="mode", value=self.recorder.mode),

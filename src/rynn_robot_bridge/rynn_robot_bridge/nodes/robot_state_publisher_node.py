@@ -21,11 +21,12 @@ from tf2_msgs.msg import TFMessage
 
 from rynn_common.description import resolve_urdf_path
 from rynn_common.node_runner import run_node
+from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.qos import LATCHED_QOS, TF_QOS
 from rynn_common.ros_conversions import make_diagnostics
 from rynn_common.ros_names import DIAGNOSTICS_TOPIC, JOINT_STATES_TOPIC, ROBOT_DESCRIPTION_TOPIC, TF_STATIC_TOPIC, TF_TOPIC
-from rynn_robot_bridge.robot_state import LinkTransform, RobotStatePublisherCore, quaternions_xyzw
+from rynn_robot_bridge.robot_state import LinkTransform, RobotStatePublisherCore, RobotStatePublisherSettings, quaternions_xyzw
 
 NODE_NAME = "robot_state_publisher"
 
@@ -52,12 +53,13 @@ def stamped_transforms(transforms: list[LinkTransform], stamp, prefix: str = "",
 class RobotStatePublisherNode(Node):
     def __init__(self):
         super().__init__(NODE_NAME)
-        urdf_path = resolve_urdf_path(self.declare_parameter("urdf_path", "").value or None)
-        frequency = float(self.declare_parameter("publish_frequency", 20.0).value)
+        settings = declare_settings(self, RobotStatePublisherSettings, None)  # no file: the defaults, or `config_file`
+        urdf_path = resolve_urdf_path(settings.urdf_path or None)
+        frequency = settings.publish_frequency
         if frequency <= 0:
             raise ValueError(f"publish_frequency must be positive, got {frequency}")
         self.publish_period_ns = int(1e9 / frequency)
-        self.prefix = str(self.declare_parameter("frame_prefix", "").value)
+        self.prefix = settings.frame_prefix
         self.core = RobotStatePublisherCore(urdf_path)
         self.stats = PipelineStats()
         self._next_publish_ns: int | None = None

@@ -1,12 +1,13 @@
 """ROS 2 shell of the simulated robot: LCM in/out like the real TIANJI M6, camera like realsense2_camera.
 
-All behaviour lives in ``rynn_robot_bridge.sim``; this node only reads
-parameters and turns rendered frames into Image + CameraInfo pairs.
+All behaviour lives in ``rynn_robot_bridge.sim``; this node only reads its settings
+(this package's config/robot.yaml, every key a parameter: ``sim.scene``, ``lcm.url``, ...;
+an explicit parameter wins over the file) and turns rendered frames into Image + CameraInfo pairs.
 
 It stands in for hardware whose CPU a deployment does not pay, so while the bridge's
-mode (``/rynn/mode``, latched) is "digital" it renders only ``digital_render_rate_hz``
+mode (``/rynn/mode``, latched) is "digital" it renders only ``sim.digital_render_rate_hz``
 frames a second (the world model needs a recent real frame to anchor on, nothing
-else reads it); the mode turning "real" restores ``render_rate_hz`` at once.
+else reads it); the mode turning "real" restores ``sim.render_rate_hz`` at once.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import String
 
+from rynn_common.config_paths import find_config
 from rynn_common.description import D435I_COLOR
 from rynn_common.node_runner import run_node
+from rynn_common.node_settings import declare_settings
 from rynn_common.qos import LATCHED_QOS
 from rynn_common.ros_conversions import time_from_seconds
-from rynn_common.ros_names import CAMERA_INFO_TOPIC, IMAGE_TOPIC, MODE_TOPIC
-from rynn_robot_bridge.config import load_robot_config
+from rynn_common.ros_names import CAMERA_INFO_TOPIC, IMAGE_TOPIC
+from rynn_robot_bridge.config import RobotConfig
 from rynn_robot_bridge.ros_camera import CAMERA_QOS, make_camera_info, make_image
 from rynn_robot_bridge.sim.realtime import RealtimeSimRobot
 from rynn_robot_bridge.sim.simulator import SimulatedRobot
@@ -31,27 +34,7 @@ from rynn_robot_bridge.sim.simulator import SimulatedRobot
 class SimRobotNode(Node):
     def __init__(self):
         super().__init__("sim_robot")
-        # The file first: its values are the parameters' defaults, so an explicit parameter wins over it.
-        config = load_robot_config(self.declare_parameter("config_file", "").value or None)
-        declared = {
-            "lcm_url": "",
-            "scene": config.sim.scene,
-            "seed": config.sim.seed,
-            "image_width": config.sim.image_width,
-            "image_height": config.sim.image_height,
-            "render_rate_hz": config.sim.render_rate_hz,
-            "digital_render_rate_hz": 2.0,  # while the world model drives the camera: anchor frames only
-            "mode_topic": MODE_TOPIC,
-        }
-        for name, value in declared.items():
-            self.declare_parameter(name, value)
-        param = {name: self.get_parameter(name).value for name in declared}
-        if param["lcm_url"]:
-            config = config.with_lcm_url(param["lcm_url"])
-        config = config.with_sim(
-            scene=param["scene"], seed=int(param["seed"]), image_width=int(param["image_width"]),
-            image_height=int(param["image_height"]), render_rate_hz=float(param["render_rate_hz"]),
-        )
+        config = declare_settings(self, RobotConfig, find_config("rynn_robot_bridge", "robot.yaml"))
         self.intrinsics = D435I_COLOR.scaled(config.sim.image_width, config.sim.image_height)
         robot = SimulatedRobot(
             scene=config.sim.scene,
@@ -64,10 +47,10 @@ class SimRobotNode(Node):
         self.image_pub = self.create_publisher(Image, IMAGE_TOPIC, CAMERA_QOS)
         self.info_pub = self.create_publisher(CameraInfo, CAMERA_INFO_TOPIC, CAMERA_QOS)
         self.runtime = RealtimeSimRobot(config, robot, on_frame=self._publish_frame)
-        self.render_rates = {"real": config.sim.render_rate_hz, "digital": min(float(param["digital_render_rate_hz"]),
-                                                                               config.sim.render_rate_hz)}
+        self.render_rates = {"real": config.sim.render_rate_hz,
+                             "digital": min(config.sim.digital_render_rate_hz, config.sim.render_rate_hz)}
         if config.sim.render_rate_hz > 0:
-            self.create_subscription(String, param["mode_topic"], self._on_mode, LATCHED_QOS)
+            self.create_subscription(String, config.sim.mode_topic, self._on_mode, LATCHED_QOS)
         self.runtime.start()
         self.get_logger().info(
             f"simulated robot up: scene={config.sim.scene} seed={config.sim.seed} "

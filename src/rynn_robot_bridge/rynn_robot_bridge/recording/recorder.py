@@ -18,6 +18,7 @@ from rynn_robot_bridge.episodes.bag_writer import make_typestore
 from rynn_robot_bridge.recording.episode_bag import EpisodeBag, TopicCounts
 from rynn_robot_bridge.recording.metadata import EpisodeSetup
 from rynn_robot_bridge.recording.rosbag2_mcap import OfferedQos
+from rynn_robot_bridge.recording.settings import RecorderSettings
 
 EPISODE_PATTERN = re.compile(r"^episode_(\d{4,})$")
 UNKNOWN_MODE = "unknown"
@@ -25,16 +26,6 @@ UNKNOWN_MODE = "unknown"
 
 class RecorderError(RuntimeError):
     """A request that cannot be honoured in the current state (answered, never raised through ROS)."""
-
-
-@dataclass(frozen=True)
-class RecorderSettings:
-    output_dir: Path
-    mode_topic: str = MODE_TOPIC
-    latched_topics: tuple[str, ...] = (MODE_TOPIC,)
-    flush_period_s: float = 1.0
-    urdf_path: str = ""
-    world_model_checkpoint: str = ""
 
 
 @dataclass
@@ -63,7 +54,8 @@ def next_episode_index(output_dir: Path, at_least: int = 0) -> int:
 class EpisodeRecorder:
     def __init__(self, settings: RecorderSettings):
         self.settings = settings
-        self.settings.output_dir.mkdir(parents=True, exist_ok=True)
+        self.output_dir = Path(settings.output_dir).expanduser().resolve()
+        self.output_dir.mkdir(parents=True, exist_ok=True)
         self.typestore = make_typestore()
         self.mode = UNKNOWN_MODE
         self.episode: EpisodeBag | None = None
@@ -114,8 +106,8 @@ class EpisodeRecorder:
             raise RecorderError(f"already recording {self.episode.path.name}; stop or discard it first")
         setup = EpisodeSetup.create(task, operator_id, self.mode, self.settings.urdf_path,
                                     self.settings.world_model_checkpoint, stamp_ns)
-        index = next_episode_index(self.settings.output_dir, self._next_index)
-        path = self.settings.output_dir / f"episode_{index:04d}"
+        index = next_episode_index(self.output_dir, self._next_index)
+        path = self.output_dir / f"episode_{index:04d}"
         self.episode = EpisodeBag(path, setup, self.typestore, self.offered_qos)
         self._next_index = index + 1
         self._last_flush_s = monotonic_s

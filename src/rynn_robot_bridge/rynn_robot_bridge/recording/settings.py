@@ -1,12 +1,12 @@
-"""The recorder's settings from config/recorder.yaml (one file for the launch file and the embedded launcher)."""
+"""The recorder's settings (this package's config/recorder.yaml); the node declares every key as a parameter."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
+from rynn_common.config_io import load_config
+from rynn_common.config_paths import find_config
 from rynn_common.ros_names import (
     ACTION_TOPIC,
     CAMERA_INFO_TOPIC,
@@ -39,8 +39,8 @@ DEFAULT_LATCHED_TOPICS = (MODE_TOPIC, TF_STATIC_TOPIC, ROBOT_DESCRIPTION_TOPIC) 
 
 
 @dataclass(frozen=True)
-class RecorderFileSettings:
-    output_dir: str = "recordings"
+class RecorderSettings:
+    output_dir: str = "recordings"  # ~ expanded, relative to the working directory
     flush_period_s: float = 1.0
     status_rate_hz: float = 2.0
     task: str = ""
@@ -60,30 +60,9 @@ def parse_topic(entry: str) -> tuple[str, str]:
     return parts[0], parts[1]
 
 
-def default_recorder_config() -> Path | None:
-    """The repository's config/recorder.yaml, else the installed copy in rynn_world's share."""
-    source_tree = Path(__file__).resolve().parents[4] / "config" / "recorder.yaml"
-    if source_tree.is_file():
-        return source_tree
-    try:
-        from ament_index_python.packages import get_package_share_directory
-
-        installed = Path(get_package_share_directory("rynn_world")) / "config" / "recorder.yaml"
-        return installed if installed.is_file() else None
-    except (ImportError, LookupError, OSError):  # not installed, or no ament environment
-        return None
-
-
-def load_recorder_settings(path: str | Path | None = None) -> RecorderFileSettings:
-    path = Path(path) if path else default_recorder_config()
-    if path is None:
-        return RecorderFileSettings()
-    raw = yaml.safe_load(Path(path).read_text()) or {}
-    known = {f.name for f in fields(RecorderFileSettings)}
-    unknown = set(raw) - known
-    if unknown:
-        raise ValueError(f"{path}: unknown keys {sorted(unknown)} (expected {sorted(known)})")
-    settings = RecorderFileSettings(**raw)
+def load_recorder_settings(path: str | Path | None = None) -> RecorderSettings:
+    """Settings from ``path``, else this package's config/recorder.yaml; topic entries checked."""
+    settings = load_config(RecorderSettings, path or find_config("rynn_robot_bridge", "recorder.yaml"))
     for entry in settings.topics:
         parse_topic(entry)
     return settings

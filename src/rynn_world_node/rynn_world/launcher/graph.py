@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from rynn_common.config_paths import find_config
 from rynn_world.checkpoints import packaged_checkpoint
 
 GRAPH_FILE = "teleop_graph.yaml"
@@ -82,9 +83,7 @@ class Graph:
 
 
 def default_graph_path() -> Path:
-    from rynn_common.config_paths import find_config
-
-    return find_config(GRAPH_FILE)
+    return find_config("rynn_world", GRAPH_FILE)
 
 
 def load_graph(path: str | Path | None = None) -> Graph:

@@ -37,6 +37,7 @@ from tf2_msgs.msg import TFMessage
 
 from rynn_common.description import resolve_urdf_path
 from rynn_common.node_runner import run_node
+from rynn_common.node_settings import declare_settings
 from rynn_common.qos import LATCHED_QOS
 from rynn_common.ros_conversions import seconds_from_time
 from rynn_common.ros_names import (
@@ -57,7 +58,6 @@ from rynn_common.skeleton_arrays import bimanual_skeleton_to_arrays
 from rynn_robot_bridge.image_layout import read_image_header
 from rynn_robot_bridge.ros_camera import image_to_rgb
 from rynn_world.console.board import (
-    RECORDER_SOURCE,
     DiagnosticReport,
     HealthBoard,
     PendingCalls,
@@ -70,6 +70,7 @@ from rynn_world.console.board import (
 from rynn_world.console.frames import FramePacer, SkeletonOverlay, downscale
 from rynn_world.console.page import ConsoleActions, ConsolePage
 from rynn_world.console.pose import JointPoser
+from rynn_world.console.settings import ConsoleSettings
 from rynn_world.console.streams import RequiredStream, StreamStats, stale_banner
 
 NODE_NAME = "operator_console"
@@ -95,22 +96,22 @@ class LatestFrame:
 class OperatorConsoleNode(Node):
     def __init__(self):
         super().__init__(NODE_NAME)
-        declare = self.declare_parameter
-        self.host = declare("host", "127.0.0.1").value
-        port = int(declare("port", 8080).value)
-        self.max_width = int(declare("max_width", 640).value)
-        self.other_max_width = int(declare("other_max_width", 320).value)
-        self.camera_pacer = FramePacer(float(declare("max_fps", 15.0).value))
+        settings = declare_settings(self, ConsoleSettings, None)  # no file: the defaults, or `config_file`
+        self.host = settings.host
+        port = settings.port
+        self.max_width = settings.max_width
+        self.other_max_width = settings.other_max_width
+        self.camera_pacer = FramePacer(settings.max_fps)
         self.other_pacer = FramePacer(OTHER_CAMERA_FPS)
-        jpeg_quality = int(declare("jpeg_quality", 70).value)
-        urdf_path = resolve_urdf_path(declare("urdf_path", "").value or None)
-        self.recorder = declare("recorder_node", RECORDER_SOURCE).value.strip("/")
-        calibrate_service = declare("calibrate_service", "/retarget_node/calibrate").value
-        self.camera_stale_s = float(declare("camera_stale_after_s", 2.0).value)
-        self.service_timeout_s = float(declare("service_timeout_s", 10.0).value)
-        operator_offset = tuple(float(v) for v in declare("operator_offset_xyz", [-1.0, 0.0, 0.0]).value)
-        self.overlay_on = bool(declare("skeleton_overlay", False).value)
-        self.operator_frame = declare("operator_frame", "operator_world").value  # the tracker node's frames.world
+        jpeg_quality = settings.jpeg_quality
+        urdf_path = resolve_urdf_path(settings.urdf_path or None)
+        self.recorder = settings.recorder_node.strip("/")
+        calibrate_service = settings.calibrate_service
+        self.camera_stale_s = settings.camera_stale_after_s
+        self.service_timeout_s = settings.service_timeout_s
+        operator_offset = settings.operator_offset_xyz
+        self.overlay_on = settings.skeleton_overlay
+        self.operator_frame = settings.operator_frame
 
         self.set_mode_client = self.create_client(SetMode, SET_MODE_SERVICE)
         self.recorder_clients = {a: self.create_client(Trigger, name) for a, name in RECORDER_SERVICES.items()}

@@ -19,6 +19,9 @@ publishes. Callbacks never wait for a generation step. Frames that cannot be
 shown in time are dropped and counted; generation that fails stops the stream
 (frames are never repeated or restamped). Status: ``/rynn/status``
 (TeleopStatus) and ``/diagnostics``.
+
+Settings: rynn_world's config/world_model.yaml (``config_file`` replaces it), every key a
+parameter of the same name; an explicit parameter wins over the file (rynn_common.node_settings).
 """
 
 from __future__ import annotations
@@ -36,26 +39,20 @@ from rynn_teleop_msgs.msg import BimanualSkeleton, TeleopStatus
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import String
 
+from rynn_common.config_paths import find_config
 from rynn_common.description import D435I_COLOR
 from rynn_common.node_runner import run_node
+from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.qos import LATCHED_QOS
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status, seconds_from_time, time_from_seconds
-from rynn_common.ros_names import (
-    CAMERA_FRAME,
-    CAMERA_SKELETON_TOPIC,
-    DIAGNOSTICS_TOPIC,
-    DIGITAL_CAMERA_INFO_TOPIC,
-    DIGITAL_IMAGE_TOPIC,
-    MODE_TOPIC,
-    REAL_IMAGE_TOPIC,
-    STATUS_TOPIC,
-)
+from rynn_common.ros_names import DIAGNOSTICS_TOPIC, STATUS_TOPIC
 from rynn_robot_bridge.ros_camera import image_to_rgb, make_camera_info, make_image
 from rynn_world.live_session import LiveWorldSession, SessionSettings
 from rynn_world.model.configs import get_config
 from rynn_world.nodes.model_loading import load_streaming_model
 from rynn_world.skeleton import ControlSample
+from rynn_world.nodes.world_model_settings import WorldModelNodeSettings
 
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 LATEST_ONLY = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -65,69 +62,44 @@ CAMERA_QOS = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
 class WorldModelNode(Node):
     def __init__(self):
         super().__init__("world_model_node")
-        declare = self.declare_parameter
-        declare("model_config", "embedded_cpu")
-        declare("checkpoint", "")
-        declare("device", "auto")
-        declare("torch_threads", 1)  # intra-op threads; 1 leaves the other core to the graph (0 = torch's default)
-        declare("vae_kernels", "auto")  # auto: "onednn" on the CPU (float32), else "reference"
-        declare("decoder", "auto")  # auto: the checkpoint's distilled tiny decoder on the CPU, else the VAE's ("vae", "tiny")
-        declare("seed", 0)
-        declare("reference_image", "")
-        declare("reanchor_every", SessionSettings.reanchor_every)  # frames per chunk, the reference included (why 33: SessionSettings)
-        declare("follow_mode", True)
-        declare("camera_width", D435I_COLOR.width)
-        declare("camera_height", D435I_COLOR.height)
-        declare("frame_id", CAMERA_FRAME)
-        declare("skeleton_topic", CAMERA_SKELETON_TOPIC)
-        declare("real_image_topic", REAL_IMAGE_TOPIC)
-        declare("image_topic", DIGITAL_IMAGE_TOPIC)
-        declare("camera_info_topic", DIGITAL_CAMERA_INFO_TOPIC)
-        declare("mode_topic", MODE_TOPIC)
-        declare("status_rate_hz", 2.0)
-        declare("skeleton_timeout_s", 0.5)
-        declare("max_frame_age_s", 0.5)  # a frame older than this when due is dropped (counted)
-        declare("publish_interval_s", 0.0)  # between a block's frames; 0 = a quarter of a model period
-        declare("control_frame_topic", "")  # debug: publish each control frame (stamped with its skeleton's stamp); "" = off
-        get = lambda name: self.get_parameter(name).value  # noqa: E731
-
+        settings = declare_settings(self, WorldModelNodeSettings, find_config("rynn_world", "world_model.yaml"))
         self.stats = PipelineStats()
-        config = get_config(get("model_config"))
-        set_torch_threads(int(get("torch_threads")))
-        device = get("device")
+        config = get_config(settings.model_config)
+        set_torch_threads(settings.torch_threads)
+        device = settings.device
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.intrinsics = D435I_COLOR.scaled(int(get("camera_width")), int(get("camera_height")))
-        model, described = load_streaming_model(config, get("checkpoint"), device, int(get("seed")), get("vae_kernels"),
-                                                self.intrinsics, get("decoder"))
+        self.intrinsics = D435I_COLOR.scaled(settings.camera_width, settings.camera_height)
+        model, described = load_streaming_model(config, settings.checkpoint, device, settings.seed, settings.vae_kernels,
+                                                self.intrinsics, settings.decoder)
         if "random" in described:
             self.stats.set_fault("untrained_model", described)
             self.get_logger().warning(described)
         self.get_logger().info(f"world model {config.name} ({described}) on {device}, {config.width}x{config.height} @ {config.fps:g} FPS, "
                                f"torch threads {torch.get_num_threads()}")
 
-        self.frame_id = get("frame_id")
-        control_topic = get("control_frame_topic")
+        self.frame_id = settings.frame_id
+        control_topic = settings.control_frame_topic
         self.control_pub = self.create_publisher(Image, control_topic, RELIABLE) if control_topic else None
-        settings = SessionSettings(
-            reanchor_every=int(get("reanchor_every")),
-            skeleton_timeout=float(get("skeleton_timeout_s")),
-            max_frame_age=float(get("max_frame_age_s")),
-            publish_interval=float(get("publish_interval_s")) or None,
-            follow_mode=bool(get("follow_mode")),
+        session_settings = SessionSettings(
+            reanchor_every=settings.reanchor_every,
+            skeleton_timeout=settings.skeleton_timeout_s,
+            max_frame_age=settings.max_frame_age_s,
+            publish_interval=settings.publish_interval_s or None,
+            follow_mode=settings.follow_mode,
         )
-        self.session = LiveWorldSession(model, self.stats, settings, clock=self._now, convert_real_frame=image_to_rgb,
-                                        file_reference=self._read_reference(get("reference_image")), warn=self._warn,
+        self.session = LiveWorldSession(model, self.stats, session_settings, clock=self._now, convert_real_frame=image_to_rgb,
+                                        file_reference=self._read_reference(settings.reference_image), warn=self._warn,
                                         on_control=self.publish_control if self.control_pub else None)
 
-        self.image_pub = self.create_publisher(Image, get("image_topic"), CAMERA_QOS)
-        self.info_pub = self.create_publisher(CameraInfo, get("camera_info_topic"), CAMERA_QOS)
+        self.image_pub = self.create_publisher(Image, settings.image_topic, CAMERA_QOS)
+        self.info_pub = self.create_publisher(CameraInfo, settings.camera_info_topic, CAMERA_QOS)
         self.status_pub = self.create_publisher(TeleopStatus, STATUS_TOPIC, RELIABLE)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, RELIABLE)
-        self.create_subscription(BimanualSkeleton, get("skeleton_topic"), self.on_skeleton, RELIABLE)
-        self.create_subscription(Image, get("real_image_topic"), self.session.offer_real_frame, LATEST_ONLY)
-        self.create_subscription(String, get("mode_topic"), self.on_mode, LATCHED_QOS)
-        self.create_timer(1.0 / float(get("status_rate_hz")), self.publish_status)
+        self.create_subscription(BimanualSkeleton, settings.skeleton_topic, self.on_skeleton, RELIABLE)
+        self.create_subscription(Image, settings.real_image_topic, self.session.offer_real_frame, LATEST_ONLY)
+        self.create_subscription(String, settings.mode_topic, self.on_mode, LATCHED_QOS)
+        self.create_timer(1.0 / settings.status_rate_hz, self.publish_status)
 
         self._running = True
         self._threads = [

@@ -5,6 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rynn_common.description import D435I_COLOR
+from rynn_common.ros_names import (
+    CAMERA_FRAME,
+    CAMERA_SKELETON_TOPIC,
+    DIGITAL_CAMERA_INFO_TOPIC,
+    DIGITAL_IMAGE_TOPIC,
+    MODE_TOPIC,
+    REAL_IMAGE_TOPIC,
+)
+from rynn_world.live_session import SessionSettings
 
 
 @dataclass(frozen=True)
@@ -14,19 +23,21 @@ class WorldModelNodeSettings:
     device: str = "auto"  # auto: cuda when available, else cpu
     torch_threads: int = 1  # intra-op threads; 1 leaves the other core to the graph (0 = torch's default)
     vae_kernels: str = "auto"  # auto: "onednn" on the CPU (float32), else "reference"
+    decoder: str = "auto"  # auto: the checkpoint's distilled tiny decoder on the CPU, else the VAE's ("vae", "tiny")
     seed: int = 0
     reference_image: str = ""  # an image file to anchor on before any real frame arrives
-    reanchor_every: int = 81  # frames per chunk, the reference included
+    reanchor_every: int = SessionSettings.reanchor_every  # frames per chunk, the reference included (why: SessionSettings)
     follow_mode: bool = True  # stream only while /rynn/mode is "digital" (false: always)
     camera_width: int = D435I_COLOR.width
     camera_height: int = D435I_COLOR.height
-    frame_id: str = "camera_color_optical_frame"
-    skeleton_topic: str = "/rynn/operator/skeleton_camera"
-    real_image_topic: str = "/rynn/real/camera/color/image_raw"
-    image_topic: str = "/rynn/digital/camera/color/image_raw"
-    camera_info_topic: str = "/rynn/digital/camera/color/camera_info"
-    mode_topic: str = "/rynn/mode"
+    frame_id: str = CAMERA_FRAME
+    skeleton_topic: str = CAMERA_SKELETON_TOPIC
+    real_image_topic: str = REAL_IMAGE_TOPIC
+    image_topic: str = DIGITAL_IMAGE_TOPIC
+    camera_info_topic: str = DIGITAL_CAMERA_INFO_TOPIC
+    mode_topic: str = MODE_TOPIC
     status_rate_hz: float = 2.0
     skeleton_timeout_s: float = 0.5
     max_frame_age_s: float = 0.5  # a frame older than this when due is dropped (counted)
     publish_interval_s: float = 0.0  # between a block's frames; 0 = a quarter of a model period
+    control_frame_topic: str = ""  # debug: publish each control frame (stamped with its skeleton's stamp); "" = off

@@ -1,0 +1,25 @@
+"""The operator console's settings; the node declares each as a parameter (rynn_common.node_settings)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rynn_world.console.board import RECORDER_SOURCE
+
+
+@dataclass(frozen=True)
+class ConsoleSettings:
+    host: str = "127.0.0.1"  # localhost only; 0.0.0.0 on a trusted network
+    port: int = 8080  # the next free one if taken
+    max_width: int = 640  # the large camera's JPEG width
+    other_max_width: int = 320
+    max_fps: float = 15.0  # JPEGs to the browser at most this often
+    jpeg_quality: int = 70
+    urdf_path: str = ""  # empty: the packaged rynn_bimanual.urdf
+    recorder_node: str = RECORDER_SOURCE  # whose `task` parameter the console sets
+    calibrate_service: str = "/retarget_node/calibrate"
+    camera_stale_after_s: float = 2.0
+    service_timeout_s: float = 10.0
+    operator_offset_xyz: tuple[float, float, float] = (-1.0, 0.0, 0.0)  # the operator trackers in the 3D view
+    skeleton_overlay: bool = False
+    operator_frame: str = "operator_world"  # the tracker node's frames.world
