@@ -13,7 +13,6 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rynn_common.ros_names import MODE_TOPIC
 from rynn_robot_bridge.episodes.bag_writer import make_typestore
 from rynn_robot_bridge.recording.episode_bag import EpisodeBag, TopicCounts
 from rynn_robot_bridge.recording.metadata import EpisodeSetup
