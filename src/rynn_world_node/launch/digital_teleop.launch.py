@@ -15,11 +15,10 @@ from rynn_world.launcher.launch_ros_nodes import node_arguments, required_exit_r
 
 
 def generate_launch_description():
+    from launch import LaunchDescription
     from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction, Shutdown
     from launch.substitutions import LaunchConfiguration
     from launch_ros.actions import Node
-
-    from launch import LaunchDescription
 
     graph = load_graph()
 

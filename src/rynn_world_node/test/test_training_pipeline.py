@@ -8,11 +8,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from rynn_common.config_io import ConfigError, load_config
 from rynn_world.data.video import write_video
 from rynn_world.model.configs import get_config
 from rynn_world.model.kv_cache import TrainingKVCache
 from rynn_world.model.transformer import RynnWorldTransformer
-from rynn_common.config_io import ConfigError, load_config
 from rynn_world.training.config import DataConfig, DistillConfig, OptimConfig, RunConfig, TrainConfig
 from rynn_world.training.distill import distill
 from rynn_world.training.state import latest_checkpoint

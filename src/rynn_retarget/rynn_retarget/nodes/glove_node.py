@@ -12,7 +12,6 @@ from rynn_teleop_msgs.msg import BimanualSkeleton
 
 from rynn_common.node_runner import run_node
 from rynn_common.ros_conversions import make_bimanual_skeleton
-
 from rynn_retarget.nodes.operator_input import OperatorInputNode
 from rynn_retarget.operator.feed import GloveNodeSettings
 from rynn_retarget.operator.frame import OperatorFrame

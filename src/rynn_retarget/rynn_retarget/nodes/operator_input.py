@@ -11,6 +11,7 @@ from rynn_retarget.operator.feed import OperatorFeed, SourceSettings, open_sourc
 from rynn_retarget.operator.frame import OperatorFrame
 from rynn_retarget.operator.synthetic import FRAME_PARTS
 
+
 class OperatorInputNode(Node):
     """Declares ``settings_class``'s parameters (``self.settings``); ``start_feed()`` then opens the
     source and calls ``publish_frame`` per frame. A frame the node cannot publish is logged

@@ -51,8 +51,8 @@ from rynn_robot_bridge.ros_camera import image_to_rgb, make_camera_info, make_im
 from rynn_world.live_session import LiveWorldSession, SessionSettings
 from rynn_world.model.configs import get_config
 from rynn_world.nodes.model_loading import load_streaming_model
-from rynn_world.skeleton import ControlSample
 from rynn_world.nodes.world_model_settings import WorldModelNodeSettings
+from rynn_world.skeleton import ControlSample
 
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 LATEST_ONLY = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)

@@ -5,8 +5,7 @@ The card is generated, not hand-edited, so its numbers are the evaluation's own:
 
     python -m rynn_world.training.package_default --checkpoint outputs/embedded_cpu/distill/final \\
         --evaluation outputs/embedded_cpu/eval/results.json --method student \\
-        --recipe src/rynn_world_node/config/train_vae_images_cpu.yaml src/rynn_world_node/config/train_vae_cpu.yaml src/rynn_world_node/config/train_stage2_cpu.yaml \\
-        src/rynn_world_node/config/distill_cpu.yaml src/rynn_world_node/config/eval_cpu.yaml
+        --recipe src/rynn_world_node/config/{train_vae_images_cpu,train_vae_cpu,train_stage2_cpu,distill_cpu,eval_cpu}.yaml
 """
 
 import argparse
