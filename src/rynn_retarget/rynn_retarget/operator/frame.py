@@ -13,6 +13,7 @@ Conventions (shared by all sources, the recorder format and the UDP ingest):
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Iterator, Protocol, runtime_checkable
 
@@ -61,3 +62,34 @@ class OperatorSource(Protocol):
     def frames(self) -> Iterator[OperatorFrame]: ...
 
     def close(self) -> None: ...
+
+
+class SampledSource:
+    """An ``OperatorSource`` defined by ``frame_at(t)``: sampled at ``rate_hz`` from t = 0, paced to the
+    wall clock when ``realtime`` (as a device would deliver them), else as fast as the consumer takes them.
+    ``duration_s`` 0 or None: no end."""
+
+    rate_hz: float
+    duration_s: float | None
+    realtime: bool
+    _closed: bool = False
+
+    def frame_at(self, t: float) -> OperatorFrame:
+        raise NotImplementedError
+
+    def frames(self) -> Iterator[OperatorFrame]:
+        start = time.monotonic()
+        index = 0
+        while not self._closed:
+            t = index / self.rate_hz
+            if self.duration_s and t > self.duration_s:
+                return
+            if self.realtime:
+                delay = start + t - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+            yield self.frame_at(t)
+            index += 1
+
+    def close(self) -> None:
+        self._closed = True

@@ -9,14 +9,12 @@ sway and the operator's heading in the tracking world.
 from __future__ import annotations
 
 import functools
-import time
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 
 from rynn_retarget.kinematics.transforms import pose
-from rynn_retarget.operator.frame import HandSkeleton, OperatorFrame
+from rynn_retarget.operator.frame import HandSkeleton, OperatorFrame, SampledSource
 from rynn_retarget.operator.hand_model import HandPose, grasp_pose, keypoints, pinch_pose
 
 MOTIONS = ("reach", "grasp", "pinch", "push", "bimanual_lift")
@@ -122,7 +120,7 @@ def elbow_position(shoulder: np.ndarray, wrist: np.ndarray, side: str) -> np.nda
     return shoulder + along * axis + radius * swivel / np.linalg.norm(swivel)
 
 
-class SyntheticOperator:
+class SyntheticOperator(SampledSource):
     """``OperatorSource`` of scripted motions; ``frame_at(t)`` is deterministic."""
 
     def __init__(self, config: SyntheticOperatorConfig | None = None):
@@ -134,7 +132,6 @@ class SyntheticOperator:
         self._chest_origin = np.array([rng.uniform(-1, 1), rng.uniform(-1, 1), 1.3])
         self._sway_freq = rng.uniform(0.1, 0.5, size=(3, 3))  # (body part, axis)
         self._sway_phase = rng.uniform(0, 2 * np.pi, size=(3, 3))
-        self._closed = False
 
     def motion_at(self, t: float) -> tuple[str, float]:
         cycle, phase = divmod(t / self.config.period_s, 1.0)
@@ -174,23 +171,17 @@ class SyntheticOperator:
             frame.trackers[f"{side}_upper_arm"] = chest @ pose(None, upper_arm_local)
         return frame
 
-    def frames(self) -> Iterator[OperatorFrame]:
-        period = 1.0 / self.config.rate_hz
-        start = time.monotonic()
-        index = 0
-        while not self._closed:
-            t = index * period
-            if self.config.duration_s and t > self.config.duration_s:
-                return
-            if self.config.realtime:
-                delay = start + t - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
-            yield self.frame_at(t)
-            index += 1
+    @property
+    def rate_hz(self) -> float:
+        return self.config.rate_hz
 
-    def close(self) -> None:
-        self._closed = True
+    @property
+    def duration_s(self) -> float:
+        return self.config.duration_s
+
+    @property
+    def realtime(self) -> bool:
+        return self.config.realtime
 
 
 def neutral_frame(seed: int = 0) -> OperatorFrame:

@@ -12,14 +12,12 @@ Every frame is a pure function of (time, plan, seed).
 from __future__ import annotations
 
 import functools
-import time
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 
 from rynn_retarget.kinematics.transforms import invert, pose
-from rynn_retarget.operator.frame import HandSkeleton, OperatorFrame
+from rynn_retarget.operator.frame import HandSkeleton, OperatorFrame, SampledSource
 from rynn_retarget.operator.hand_model import grasp_pose, keypoints, pinch_pose
 from rynn_retarget.operator.synthetic import FRAME_PARTS, SHOULDER, SyntheticOperator, SyntheticOperatorConfig, elbow_position
 from rynn_retarget.operator.task_plan import SIDES, HandKey, TaskPlan, axis_angle_matrix
@@ -57,7 +55,7 @@ class HumanNoiseConfig:
     grip_jitter: float = 0.03  # glove closure noise (fraction of a full closure)
 
 
-class TaskOperator:
+class TaskOperator(SampledSource):
     """Trackers and gloves doing ``plan``; ``frame_at(t)`` is deterministic for a seed."""
 
     def __init__(self, plan: TaskPlan, mappings: dict, seed: int = 0, rate_hz: float = 120.0,
@@ -76,7 +74,6 @@ class TaskOperator:
         self._tremor_freq = rng.uniform(8.0, 11.0, size=(2, 3))
         self._tremor_phase = rng.uniform(0, 2 * np.pi, size=(2, 3))
         self._grip_freq = rng.uniform(0.5, 2.0, size=2)
-        self._closed = False
 
     def _wander(self, index: int, t: float) -> tuple[np.ndarray, np.ndarray]:
         waves = np.sin(2 * np.pi * self._wander_freq[index] * t + self._wander_phase[index]).sum(axis=0) / 3
@@ -112,23 +109,6 @@ class TaskOperator:
                 elbow = elbow_position(SHOULDER[side], wrist[:3, 3], side)
                 frame.trackers[f"{side}_upper_arm"] = chest @ pose(None, 0.5 * (SHOULDER[side] + elbow))
         return frame
-
-    def frames(self) -> Iterator[OperatorFrame]:
-        start = time.monotonic()
-        index = 0
-        while not self._closed:
-            t = index / self.rate_hz
-            if t > self.duration_s:
-                return
-            if self.realtime:
-                delay = start + t - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
-            yield self.frame_at(t)
-            index += 1
-
-    def close(self) -> None:
-        self._closed = True
 
 
 def rest_hands(pipeline) -> dict:
