@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rynn_common.ros_names import IMAGE_TOPIC
+
 MODES = ("digital", "real")
 DIGITAL_FPS_FLOOR = 12.0  # issue 12: below this, digital teleoperation is not real time on this machine
 
@@ -153,12 +155,9 @@ def write_side_by_side(bag: Path, directory: Path, fps: int) -> Path:
     return path
 
 
-CAMERA_TOPIC = "/camera/camera/color/image_raw"
-
-
 def recorded_camera_fps(episode: dict) -> float:
     """Canonical camera frames the recorder wrote into the episode's bag, per recorded second."""
-    written = episode["recorder"].get("topics", {}).get(CAMERA_TOPIC, {}).get("written", 0)
+    written = episode["recorder"].get("topics", {}).get(IMAGE_TOPIC, {}).get("written", 0)
     return written / episode["seconds"]
 
 

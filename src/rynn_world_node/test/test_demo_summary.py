@@ -1,13 +1,14 @@
 """The demo's real-time verdict: the digital FPS it reports is the lower of what its subscriber saw and
 what the recorder wrote to the bag, and an episode that left digital mode never counts as digital."""
 
-from rynn_world.demo import CAMERA_TOPIC, DIGITAL_FPS_FLOOR, digital_verdict, summary_markdown
+from rynn_common.ros_names import IMAGE_TOPIC
+from rynn_world.demo import DIGITAL_FPS_FLOOR, digital_verdict, summary_markdown
 
 
 def episode(mode: str, seen_frames: int, written: int, modes_seen=None, seconds: float = 10.0) -> dict:
     return {"bag": f"/bags/{mode}", "mode": mode, "seconds": seconds, "camera_frames": seen_frames,
             "camera_fps": seen_frames / seconds, "latency_p50_ms": {}, "video": "v.mp4",
-            "recorder": {"modes_seen": modes_seen or [mode], "topics": {CAMERA_TOPIC: {"written": written}}}}
+            "recorder": {"modes_seen": modes_seen or [mode], "topics": {IMAGE_TOPIC: {"written": written}}}}
 
 
 def test_the_lower_of_seen_and_recorded_fps_decides():
