@@ -9,6 +9,12 @@ dropped messages while the machine starved it (the recorder) is repaired from th
 history; with 10 (50 ms at 200 Hz) they were lost instead (a 5-minute soak on the loaded
 machine: /joint_states 393, /rynn/action 154; at 1000 in a 10-minute soak, none).
 
+``RECORDED_CAMERA_QOS``: the canonical camera's publisher (image and camera info). The same repair
+for a starved recorder, bounded in memory: 1 s at 30 FPS (~27 MB of 640x480 rgb8). Live viewers keep
+a depth-1 reader, so they still see only the newest frame. At depth 2 a 4-minute soak lost 64 images.
+
+``STATUS_QOS``: /rynn/status publishers (recorded; 10 was lost under starvation as above).
+
 ``TF_QOS``: ``/tf``'s publishers (tracker, robot_state_publisher) and the retarget node's
 listener; ``/tf`` is a recorded stream.
 """
@@ -17,4 +23,6 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 LATCHED_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 RECORDED_STREAM_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)  # 5 s at 200 Hz
+RECORDED_CAMERA_QOS = QoSProfile(depth=30, reliability=ReliabilityPolicy.RELIABLE)
+STATUS_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)  # 10 s at 10 Hz
 TF_QOS = RECORDED_STREAM_QOS

@@ -43,7 +43,7 @@ from rynn_common.config_paths import find_config
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
-from rynn_common.qos import RECORDED_STREAM_QOS, TF_QOS
+from rynn_common.qos import RECORDED_STREAM_QOS, STATUS_QOS, TF_QOS
 from rynn_common.ros_conversions import make_bimanual_skeleton, make_diagnostics, make_robot_action, make_teleop_status, seconds_from_time
 from rynn_common.ros_names import (
     ACTION_TOPIC,
@@ -104,7 +104,7 @@ class RetargetNode(Node):
         self.action_pub = self.create_publisher(RobotAction, ACTION_TOPIC, RECORDED_STREAM_QOS)
         self.command_pub = self.create_publisher(JointState, COMMAND_JOINT_STATES_TOPIC, RELIABLE)
         self.skeleton_pub = self.create_publisher(BimanualSkeleton, CAMERA_SKELETON_TOPIC, RECORDED_STREAM_QOS)
-        self.status_pub = self.create_publisher(TeleopStatus, STATUS_TOPIC, RELIABLE)
+        self.status_pub = self.create_publisher(TeleopStatus, STATUS_TOPIC, STATUS_QOS)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, RELIABLE)
         self.create_subscription(TFMessage, TF_TOPIC, self.on_tf, TF_QOS)
         self.create_subscription(BimanualSkeleton, settings.hands_topic, self.on_hands, RELIABLE)

@@ -38,7 +38,7 @@ import time
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rynn_teleop_msgs.msg import RobotAction, TeleopStatus
 from rynn_teleop_msgs.srv import SetMode
 from sensor_msgs.msg import CameraInfo, Image, JointState
@@ -49,7 +49,7 @@ from rynn_common.config_paths import find_config
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
-from rynn_common.qos import LATCHED_QOS, RECORDED_STREAM_QOS
+from rynn_common.qos import LATCHED_QOS, RECORDED_CAMERA_QOS, RECORDED_STREAM_QOS, STATUS_QOS
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status
 from rynn_common.ros_names import ACTION_TOPIC, DIAGNOSTICS_TOPIC, JOINT_STATES_TOPIC, MODE_TOPIC, SET_MODE_SERVICE, STATUS_TOPIC
 from rynn_robot_bridge.bridge.camera_router import CameraRouter, FrameFormat, Routed
@@ -64,9 +64,6 @@ from rynn_robot_bridge.image_layout import read_image_header
 from rynn_robot_bridge.lcm_protocol import RobotState
 
 NODE_NAME = "rynn_bridge"
-CANONICAL_CAMERA_QOS = QoSProfile(
-    depth=2, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE
-)
 # Camera sources: RELIABLE. A best-effort subscription lost ~40% of 640x480 frames here (benchmarks/bench_bridge.py);
 # a best-effort camera publisher does not match and is reported as a status fault. Depth 1: should the relay fall
 # behind, the newest frame replaces a waiting one (latest wins; a live view must never show a backlog).
@@ -105,11 +102,11 @@ class BridgeNode(Node):
         self._frames_forwarded = 0
         self._incompatible_sources: dict[str, str] = {}
 
-        self.image_pub = self.create_publisher(Image, settings.image_topic, CANONICAL_CAMERA_QOS)
-        self.info_pub = self.create_publisher(CameraInfo, settings.camera_info_topic, CANONICAL_CAMERA_QOS)
+        self.image_pub = self.create_publisher(Image, settings.image_topic, RECORDED_CAMERA_QOS)
+        self.info_pub = self.create_publisher(CameraInfo, settings.camera_info_topic, RECORDED_CAMERA_QOS)
         self.joint_state_pub = self.create_publisher(JointState, JOINT_STATES_TOPIC, RECORDED_STREAM_QOS)
         self.mode_pub = self.create_publisher(String, MODE_TOPIC, LATCHED_QOS)
-        self.status_pub = self.create_publisher(TeleopStatus, STATUS_TOPIC, 10)
+        self.status_pub = self.create_publisher(TeleopStatus, STATUS_TOPIC, STATUS_QOS)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
         for source, image_topic, info_topic in (
             (Mode.REAL, settings.real_image_topic, settings.real_camera_info_topic),

@@ -44,7 +44,7 @@ from rynn_common.description import D435I_COLOR
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
-from rynn_common.qos import LATCHED_QOS
+from rynn_common.qos import LATCHED_QOS, STATUS_QOS
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status, seconds_from_time, time_from_seconds
 from rynn_common.ros_names import DIAGNOSTICS_TOPIC, STATUS_TOPIC
 from rynn_robot_bridge.ros_camera import image_to_rgb, make_camera_info, make_image
@@ -94,7 +94,7 @@ class WorldModelNode(Node):
 
         self.image_pub = self.create_publisher(Image, settings.image_topic, CAMERA_QOS)
         self.info_pub = self.create_publisher(CameraInfo, settings.camera_info_topic, CAMERA_QOS)
-        self.status_pub = self.create_publisher(TeleopStatus, STATUS_TOPIC, RELIABLE)
+        self.status_pub = self.create_publisher(TeleopStatus, STATUS_TOPIC, STATUS_QOS)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, RELIABLE)
         self.create_subscription(BimanualSkeleton, settings.skeleton_topic, self.on_skeleton, RELIABLE)
         self.create_subscription(Image, settings.real_image_topic, self.session.offer_real_frame, LATEST_ONLY)
