@@ -113,7 +113,9 @@ class Operator:
         self.diagnostics = []
         reliable = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
         best_effort = QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT)
-        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        # Latched like the bridge's writer, but a deep reader queue: the tests count every mode message, and at
+        # depth 1 a starved test process let the next switch's message replace one it had not taken yet.
+        latched = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         node.create_subscription(Image, "/camera/camera/color/image_raw", self._on_frame, reliable)
         node.create_subscription(Image, "/camera/camera/color/image_raw", self._on_best_effort_frame, best_effort)
         node.create_subscription(CameraInfo, "/camera/camera/color/camera_info", self.infos.append, reliable)
