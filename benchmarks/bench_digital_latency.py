@@ -122,11 +122,21 @@ class CpuMeter:
         self._started_at = time.monotonic()
         self._start = {name: self._seconds(process) for name, process in self.processes.items()}
 
+    def used(self) -> tuple[float, dict[str, float]]:
+        """(wall seconds since ``start()``, CPU seconds each process used in them)."""
+        elapsed = time.monotonic() - self._started_at
+        return elapsed, {name: self._seconds(process) - self._start[name] for name, process in self.processes.items()}
+
     def shares(self) -> dict[str, float]:
         """Percent of one core per process over the window."""
-        elapsed = time.monotonic() - self._started_at
-        return {name: 100.0 * (self._seconds(process) - self._start[name]) / elapsed
-                for name, process in self.processes.items()}
+        elapsed, used = self.used()
+        return {name: 100.0 * seconds / elapsed for name, seconds in used.items()}
+
+
+def is_budgeted(name: str) -> bool:
+    """Issue 12's CPU budget: every graph process but the world model, the simulated robot, the console,
+    the launcher and the measuring process itself."""
+    return name not in ("launcher", "this_probe") and not any(word in name for word in NOT_BUDGETED)
 
 
 class CanonicalProbe:
@@ -227,8 +237,8 @@ def report(window: dict) -> None:
     print("  CPU, % of one core:")
     budgeted = 0.0
     for name, share in sorted(window["cpu"].items(), key=lambda item: -item[1]):
-        counted = not any(word in name for word in NOT_BUDGETED) and name != "this_probe"
-        budgeted += share if counted and name != "launcher" else 0.0
+        counted = is_budgeted(name)
+        budgeted += share if counted else 0.0
         print(f"    {name:28s} {share:6.1f}{'' if counted else '   (not budgeted)'}")
     print(f"    {'total':28s} {sum(window['cpu'].values()):6.1f}")
     print(f"    {'operator+retarget+bridge+recorder':34s} {budgeted:6.1f}  (issue 12 budget: <= 35)")

@@ -1,9 +1,9 @@
 """CPU of every process of the default graph, as CPU-seconds per second and per 200 Hz command tick.
 
-Starts config/teleop_graph.yaml through the embedded launcher as bench_digital_latency.py does
+Starts the graph (rynn_world's teleop_graph.yaml) through the embedded launcher as bench_digital_latency.py does
 (synthetic operator at its nominal rates, retarget, bridge, recorder recording an episode, world
-model, simulated robot), waits ``--warmup`` seconds, then reads each process's utime + stime from
-/proc over ``--seconds``. On a shared, loaded machine wall-clock shares mislead: CPU-seconds a
+model, simulated robot), waits ``--warmup`` seconds, then reads each process's user + system CPU time
+over ``--seconds`` (bench_digital_latency's CpuMeter). On a shared, loaded machine wall-clock shares mislead: CPU-seconds a
 process *used* per second it ran, and per message it handled, do not depend on how much other
 work ran beside it (as long as the graph keeps its rates: the /rynn/action rate is printed).
 
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
 import signal
 import subprocess
 import sys
@@ -27,16 +26,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_digital_latency import NOT_BUDGETED, STARTED, call, launch_command, machine_info, start_graph
+from bench_digital_latency import STARTED, CpuMeter, call, is_budgeted, launch_command, machine_info, start_graph
 from rynn_common.ros_names import ACTION_TOPIC, RECORDER_SERVICES
-
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of every thread of ``pid`` (not its children), from /proc/PID/stat."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
 def start_profile(pid: int, seconds: float, output: Path) -> subprocess.Popen:
@@ -108,13 +99,13 @@ def main() -> None:
                 executor.spin_once(timeout_sec=0.05)
             raw_profile = log_dir / "profile.txt"
             profiler = start_profile(processes[options.profile], options.seconds, raw_profile) if options.profile else None
-            before = {name: cpu_seconds(pid) for name, pid in processes.items()}
+            cpu = CpuMeter(processes)
             actions.clear()
-            window_start = time.monotonic()
-            while time.monotonic() < window_start + options.seconds:
+            cpu.start()
+            window_end = time.monotonic() + options.seconds
+            while time.monotonic() < window_end:
                 executor.spin_once(timeout_sec=0.05)
-            elapsed = time.monotonic() - window_start
-            used = {name: cpu_seconds(pid) - before[name] for name, pid in processes.items()}
+            elapsed, used = cpu.used()
             call(executor, node.create_client(Trigger, RECORDER_SERVICES["stop"]), Trigger.Request())
             if profiler is not None:
                 _, errors = profiler.communicate(timeout=options.seconds + 60)
@@ -131,7 +122,7 @@ def main() -> None:
         print(f"  {'process':26s} {'% of a core':>12s} {'CPU ms per 200 Hz tick':>24s}")
         budgeted = 0.0
         for name, seconds in sorted(used.items(), key=lambda item: -item[1]):
-            counted = not any(word in name for word in NOT_BUDGETED)
+            counted = is_budgeted(name)
             budgeted += seconds if counted else 0.0
             per_tick = f"{1e3 * seconds / ticks:24.3f}" if ticks else f"{'n/a':>24s}"
             print(f"  {name:26s} {100 * seconds / elapsed:12.1f} {per_tick}{'' if counted else '   (not budgeted)'}")
