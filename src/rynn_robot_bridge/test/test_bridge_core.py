@@ -356,6 +356,26 @@ def test_digital_mode_never_commands_and_reports_the_limited_virtual_state(limit
     assert "actions" not in commander.faults(2.0)
 
 
+def test_the_virtual_robot_advances_by_measured_time_however_many_cycles_ran(limits):
+    """A starved bridge runs fewer cycles; the digital robot must still be where the velocity limit
+    allows after the same time (it stepped one period per cycle before: 10x slower at 10 cycles/s)."""
+    measured = limits.clamp(np.full(ACTION_DIM, 0.1))
+    target = measured.copy()
+    target[0] = 10.0  # left_arm_joint1: 2.6 rad/s, upper limit 0.9
+    positions = {}
+    for name, period in (("200 Hz", DT), ("starved, 10 Hz", 0.1)):
+        commander = make_commander(limits)
+        measure(commander, measured, 0.0)
+        assert commander.request_mode(Mode.DIGITAL, 0.0)[0]
+        for now in np.arange(1, round(0.2 / period) + 1) * period:
+            commander.submit_action(target, now)
+            assert commander.cycle(now) is None
+        positions[name], velocity = commander.virtual_state()
+        assert velocity[0] == pytest.approx(2.6)  # never faster than the limit, whatever the cycle length
+    assert positions["200 Hz"][0] == pytest.approx(0.1 + 2.6 * 0.2)
+    np.testing.assert_allclose(positions["starved, 10 Hz"], positions["200 Hz"], atol=1e-9)
+
+
 def test_switch_to_real_is_refused_while_the_robot_state_is_unknown_or_silent(limits):
     commander = make_commander(limits, mode=Mode.DIGITAL)
     ok, message = commander.request_mode(Mode.REAL, 0.0)

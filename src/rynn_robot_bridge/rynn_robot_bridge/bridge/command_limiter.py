@@ -72,12 +72,18 @@ class CommandLimiter:
         self._velocity = np.zeros(ACTION_DIM)
         return self._position
 
-    def step(self, target: np.ndarray) -> np.ndarray:
-        """One control period towards ``target``: within the joint limits and the per-step velocity limit."""
+    def step(self, target: np.ndarray, elapsed_s: float | None = None) -> np.ndarray:
+        """Towards ``target`` within the joint limits and the velocity limit: by one control period (what the
+        real robot executes per command), or by ``elapsed_s`` of measured time (the virtual robot, which must
+        move as fast in time however many cycles a loaded machine skipped)."""
         if self._position is None:
             return self.reset(target)
+        duration = self.period_s if elapsed_s is None else max(float(elapsed_s), 0.0)
+        if duration == 0.0:
+            return self._position
+        max_step = self.max_step * (duration / self.period_s)
         goal = self.limits.clamp(np.asarray(target, dtype=np.float64))
-        delta = np.clip(goal - self._position, -self.max_step, self.max_step)
+        delta = np.clip(goal - self._position, -max_step, max_step)
         self._position = self._position + delta
-        self._velocity = delta / self.period_s
+        self._velocity = delta / duration
         return self._position

@@ -11,7 +11,10 @@ Real mode, per cycle:
 Digital mode sends nothing at all on LCM: the real robot must not move, and its
 own watchdog already holds it. The same limiter then produces the *virtual*
 joint state that ``/joint_states`` reports, starting from the robot's last
-measured pose so the switch does not jump.
+measured pose so the switch does not jump, and advancing by the measured time
+between cycles (a starved bridge runs fewer cycles; the virtual robot must not
+slow down with it). Real commands keep one period per cycle: the robot
+executes each one over a period.
 
 Measured state is untrusted input (``robot_safety.StateValidator``): a rejected
 state is counted and never becomes the measured pose, so nothing sent or
@@ -90,6 +93,7 @@ class RobotCommander:
         self._measured: np.ndarray | None = None
         self._measured_at = float("-inf")
         self._actions_were_fresh = False
+        self._virtual_at: float | None = None  # when the virtual (digital) robot last advanced
         self.state_validator = StateValidator(
             joint_limits.lower, joint_limits.upper, joint_limits.velocity,
             state_position_margin_rad, state_velocity_factor, stale_after_s=self.state_timeout_s,
@@ -144,7 +148,7 @@ class RobotCommander:
                     f"{np.abs(self.joint_limits.clamp(command) - self._measured).max():.3f} rad) at reduced limits"
                 )
                 return True, f"switched to real{distance or '; holding until fresh actions arrive'}"
-            self._mode = Mode.DIGITAL
+            self._mode, self._virtual_at = Mode.DIGITAL, now
             start = self._measured if self._measured is not None else self.limiter.position
             if start is not None:
                 self.limiter.reset(start)
@@ -158,8 +162,10 @@ class RobotCommander:
                 self.watchdog_trips += 1
             self._actions_were_fresh = action is not None
             if self._mode == Mode.DIGITAL:
+                elapsed = None if self._virtual_at is None else now - self._virtual_at
+                self._virtual_at = now
                 if action is not None:
-                    self.limiter.step(action)
+                    self.limiter.step(action, elapsed)  # measured time: skipped cycles do not slow it down
                 return None
             if self._measured is None or self.second_commander is not None:
                 self._phase = Phase.HOLDING
