@@ -40,12 +40,22 @@ import psutil
 
 from bench_digital_latency import STARTED, call, free_lcm_url, machine_info, spin_for, start_graph  # sources first on sys.path
 from rynn_common.ros_names import ACTION_TOPIC, DIAGNOSTICS_TOPIC, RECORDER_SERVICES, SET_MODE_SERVICE, TF_TOPIC
+from rynn_retarget.operator.frame import TRACKER_NAMES, OperatorFrames
 from rynn_world.launcher.graph import load_graph  # from the sources, as the nodes it starts
 
 ONE_DAY_NS = 86_400 * 10**9
 STATE_CHANNEL = "RYNN_ROBOT_STATE"  # src/rynn_robot_bridge/config/robot.yaml
 INTRUDER_FRAME = "bench_soak_intruder"  # marks the NaN actions this benchmark injects
 FAULTS = ("future_tf", "nan_tf", "malformed_lcm", "nan_action", "stale_action", "recorder_kill")
+
+
+def is_operator_sample(msg) -> bool:
+    """A tracker node's /tf sample: every transform from the operator's world frame to one of its trackers
+    (what the retarget node takes). robot_state_publisher shares /tf with other frames."""
+    frames = OperatorFrames()
+    trackers = {getattr(frames, name) for name in TRACKER_NAMES}
+    return bool(msg.transforms) and all(
+        t.header.frame_id == frames.world and t.child_frame_id in trackers for t in msg.transforms)
 
 
 def fault_schedule(rng: random.Random):
@@ -141,14 +151,15 @@ class FaultInjector:
         self.tf_pub = node.create_publisher(TFMessage, TF_TOPIC, reliable)
         self.action_pub = node.create_publisher(RobotAction, ACTION_TOPIC, reliable)
         self.latest_tf = None
-        node.create_subscription(TFMessage, TF_TOPIC, self._on_tf, 1)  # only the newest sample is a template
+        # Deep enough that the tracker's samples are not all replaced by robot_state_publisher's /tf in between.
+        node.create_subscription(TFMessage, TF_TOPIC, self._on_tf, 10)
         self.lcm = lcm.LCM(lcm_url)
         self.injected: Counter = Counter()
 
     def _on_tf(self, msg) -> None:
         """Keep the tracker node's latest sample (not one of ours) as the template of the bad ones."""
-        if not msg.transforms:
-            return
+        if not is_operator_sample(msg):
+            return  # robot_state_publisher's /tf: a bad copy of it would miss the retarget node
         first = msg.transforms[0]
         lead_ns = first.header.stamp.sec * 10**9 + first.header.stamp.nanosec - self.node.get_clock().now().nanoseconds
         if abs(lead_ns) < 10**9 and np.isfinite(first.transform.translation.x):
@@ -389,10 +400,12 @@ def main() -> int:
                     stopped = call(executor, clients["stop"], Trigger.Request())
                     if stopped.success:
                         summaries[json.loads(stopped.message)["episode"]] = json.loads(stopped.message)
-                mode = SetMode.Request.MODE_REAL if mode == SetMode.Request.MODE_DIGITAL else SetMode.Request.MODE_DIGITAL
-                answer = call(executor, set_mode, SetMode.Request(mode=mode))
+                wanted = SetMode.Request.MODE_REAL if mode == SetMode.Request.MODE_DIGITAL else SetMode.Request.MODE_DIGITAL
+                answer = call(executor, set_mode, SetMode.Request(mode=wanted))
                 switches["accepted" if answer.success else "refused"] += 1
-                if not answer.success:
+                if answer.success:
+                    mode = wanted
+                else:  # e.g. real refused while a starved robot's state was silent: the next period asks again
                     print(f"[{(now - started) / 60:5.1f} min] switch refused: {answer.message}", flush=True)
                 clients["start"].wait_for_service(timeout_sec=60)
                 episode = call(executor, clients["start"], Trigger.Request()).message
