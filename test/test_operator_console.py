@@ -66,15 +66,21 @@ def test_console_shows_the_camera_switches_modes_and_records_from_a_browser(tmp_
     try:
         assert wait_until(lambda: console_subscribes(ros_node, camera), 120.0, spin=ros_node.spin_once), read_log(launcher)
 
-        # The canonical camera is on the page, at most 640 px wide, and changing.
-        image = browser.wait_for(lambda: browser.camera_element(driver), 120.0)
-        assert image is not None, browser.page_text(driver)
+        # The canonical camera is on the page, at most 640 px wide, and changing (the <img> is looked up
+        # afresh each time: the page may replace it).
         assert browser.wait_for(lambda: "FPS, frame age" in browser.page_text(driver), 120.0), browser.page_text(driver)
-        assert 0 < driver.execute_script("return arguments[0].naturalWidth", image) <= 640
-        first = browser.element_pixels(image).astype(np.int16)
-        changed = browser.wait_for(
-            lambda: np.abs(browser.element_pixels(image).astype(np.int16) - first).mean() > 0.5, 120.0, period=1.0)
-        assert changed, "the camera image on the page did not change"
+        width = browser.wait_for(lambda: driver.execute_script(
+            "const image = arguments[0]; return image && image.complete ? image.naturalWidth : 0;",
+            browser.camera_element(driver)), 120.0)
+        assert width is not None and width <= 640, (width, browser.page_text(driver))
+        first = browser.wait_for(lambda: browser.camera_pixels(driver), 120.0)
+        assert first is not None, browser.page_text(driver)
+
+        def changed_from_first():
+            now = browser.camera_pixels(driver)
+            return now is not None and now.shape == first.shape and np.abs(now.astype(np.int16) - first).mean() > 0.5
+
+        assert browser.wait_for(changed_from_first, 120.0, period=1.0), "the camera image on the page did not change"
 
         # Digital, then Real: one click each, the mode changes over DDS, the page says the answer.
         for label in ("Digital", "Real"):
@@ -87,8 +93,10 @@ def test_console_shows_the_camera_switches_modes_and_records_from_a_browser(tmp_
         assert bridge_log.count("SetMode digital") == 1 and bridge_log.count("SetMode real") == 1, bridge_log
 
         # Record: the task goes to the recorder's parameter, Start and Stop from the page.
-        from selenium.webdriver.common.by import By
-        driver.find_element(By.XPATH, "//*[normalize-space(text())='Task']/following::input[1]").send_keys(TASK)
+        browser.ready_element(driver, "//*[normalize-space(text())='Task']/following::input[1]", 120.0).send_keys(TASK)
+        # Start records the task the console server has; the browser sends typing throttled, so wait for its echo.
+        assert browser.wait_for(lambda: f"Next episode's task: {TASK}" in browser.page_text(driver), 60.0), (
+            browser.page_text(driver))
         browser.click_button(driver, "Start")
         started = browser.wait_for(lambda: "start: " in browser.page_text(driver) and browser.page_text(driver), 60.0)
         assert started, browser.page_text(driver)

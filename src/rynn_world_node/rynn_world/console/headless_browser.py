@@ -57,12 +57,40 @@ def element_pixels(element) -> np.ndarray:
     return cv2.cvtColor(cv2.imdecode(png, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
 
 
-def click_button(driver, label: str) -> None:
-    """One click, dispatched in the page: chromedriver's own click also waits for the renderer
-    to settle, which software WebGL on loaded cores can delay past any timeout."""
+def camera_pixels(driver) -> np.ndarray | None:
+    """What the page shows of the canonical camera now, or None while it is not drawn. The <img> is looked
+    up on every call: the page may replace it (re-render, websocket reconnect), and a kept reference goes stale."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    element = camera_element(driver)
+    try:
+        return None if element is None else element_pixels(element)
+    except StaleElementReferenceException:
+        return None
+
+
+def ready_element(driver, xpath: str, timeout: float):
+    """The element at ``xpath`` once the page shows it enabled (a starved browser renders late); TimeoutError
+    naming it otherwise. Clicking or typing before that is lost, or raises."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
-    button = driver.find_element(By.XPATH, f"//button[normalize-space()='{label}']")
+    def enabled():
+        try:
+            return next((e for e in driver.find_elements(By.XPATH, xpath) if e.is_displayed() and e.is_enabled()), None)
+        except StaleElementReferenceException:
+            return None
+
+    element = wait_for(enabled, timeout)
+    if element is None:
+        raise TimeoutError(f"no enabled element {xpath} on the page after {timeout:g} s:\n{page_text(driver)}")
+    return element
+
+
+def click_button(driver, label: str, timeout: float = 120.0) -> None:
+    """One click on the button ``label`` once it is shown and enabled, dispatched in the page: chromedriver's
+    own click also waits for the renderer to settle, which software WebGL on loaded cores can delay past any timeout."""
+    button = ready_element(driver, f"//button[normalize-space()='{label}']", timeout)
     driver.execute_script("arguments[0].click();", button)
 
 
@@ -75,14 +103,16 @@ def dismiss_notifications(driver) -> None:
 
 
 def page_text(driver) -> str:
-    return driver.execute_script("return document.body.innerText;")
+    """The page's visible text ("" while the document has no body yet)."""
+    return driver.execute_script("return document.body ? document.body.innerText : '';") or ""
 
 
 def wait_for(predicate, timeout: float, period: float = 0.25):
-    """The first truthy value of ``predicate()`` within ``timeout`` seconds, else None."""
+    """The first truthy value (or array) of ``predicate()`` within ``timeout`` seconds, else None."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
-        if value or time.monotonic() > deadline:
-            return value or None
+        ready = value is not None if isinstance(value, np.ndarray) else bool(value)
+        if ready or time.monotonic() > deadline:
+            return value if ready else None
         time.sleep(period)

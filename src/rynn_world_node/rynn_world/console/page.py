@@ -29,6 +29,11 @@ INITIAL_VIEW_FROM = (2.4, -3.4, 2.4)  # front-right of the robot, above the tabl
 INITIAL_VIEW_AT = (-0.2, 0.15, 0.8)  # between the robot and the operator's trackers
 
 
+def task_line(task: str) -> str:
+    """What the page says the next episode's task is."""
+    return f"Next episode's task: {html.escape(task)}" if task else "Next episode's task: (none)"
+
+
 @dataclass(frozen=True)
 class ConsoleActions:
     """What the page's controls ask for; called on the web server's thread, must not block."""
@@ -143,6 +148,10 @@ class ConsolePage:
             self.mode_answer = gui.add_markdown("")
         with gui.add_folder("Recording"):
             self.task = gui.add_text("Task", initial_value="")
+            # The task as this server has it: the browser sends typing throttled (50 ms, later when starved),
+            # so what Start records is what this line shows, not what the input box shows.
+            task_echo = gui.add_markdown(task_line(""))
+            self.task.on_update(lambda _event: setattr(task_echo, "content", task_line(self.task.value)))
             buttons = {action: gui.add_button(action.capitalize(), color=color)
                        for action, color in (("start", "red"), ("stop", "gray"), ("discard", "orange"))}
             for action, button in buttons.items():
