@@ -17,6 +17,7 @@ import lcm
 import numpy as np
 import pytest
 
+from ros_test_tools import wait_for_log
 from rynn_common.action_layout import ACTION_DIM, joint_names
 from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
 from rynn_robot_bridge.lcm_protocol import MODE_HOLD, RobotState, decode_command, encode_state
@@ -185,7 +186,7 @@ class Operator:
 
 
 def start_bridge(start_process, lcm_url: str, start_mode: str):
-    return start_process(
+    bridge = start_process(
         ["-m", "rynn_robot_bridge.nodes.bridge_node", "--ros-args",
          "-p", f"start_mode:={start_mode}", "-p", f"lcm.url:={lcm_url}",
          "-p", f"lcm.command_channel:={COMMAND_CHANNEL}", "-p", f"lcm.state_channel:={STATE_CHANNEL}",
@@ -194,6 +195,10 @@ def start_bridge(start_process, lcm_url: str, start_mode: str):
          "-p", "status_rate_hz:=20.0"],
         "bridge",
     )
+    # Start-up (rclpy, lcm imports) took over 30 s of wall time under load: behaviour deadlines start once it is up.
+    # Returns at once should the node exit instead (a refused start mode).
+    wait_for_log(bridge, r"bridge up in \w+ mode")
+    return bridge
 
 
 def motion_segments(commands) -> list[np.ndarray]:
@@ -241,11 +246,23 @@ def test_real_digital_real_round_trip(ros_node, start_process, helpers, lcm_url)
         assert wait_until(lambda: operator.best_effort_frames > 0, 10.0, spin=spin)  # best-effort consumers match too
         assert wait_until(lambda: operator.infos, 5.0, spin=spin) and operator.infos[-1].k[0] == 600.0 + MARKER["real"]
 
-        # A NaN action is rejected and counted; nothing non-finite reaches the robot.
+        # A NaN action is rejected and counted; nothing non-finite reaches the robot. The bridge takes only the
+        # newest action (best effort, depth 1): beside the 50 Hz stream, a starved bridge had the one NaN action
+        # replaced before it read it, and counted nothing. So the stream pauses while the NaN action goes out
+        # (again each poll, a best-effort sample can be lost) until the bridge has counted it.
         poisoned = operator.RobotAction(sequence=10**6)
         poisoned.positions = np.where(np.arange(ACTION_DIM) == 3, np.nan, first_target)
-        operator.action_pub.publish(poisoned)
-        assert wait_until(lambda: operator.statuses and operator.statuses[-1].rejected_inputs >= 1, 5.0, spin=spin)
+
+        def poison_and_spin():
+            operator.action_pub.publish(poisoned)
+            spin()
+
+        operator.sending_actions = False
+        try:
+            assert wait_until(lambda: operator.statuses and operator.statuses[-1].rejected_inputs >= 1, 20.0,
+                              spin=poison_and_spin), read_log(bridge)
+        finally:
+            operator.sending_actions = True
         assert all(np.isfinite(c.position).all() for c in list(robot.commands))
 
         # Real -> digital: no real frame published after the response, no command reaches the robot.
