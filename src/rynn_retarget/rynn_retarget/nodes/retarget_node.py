@@ -66,7 +66,8 @@ RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 SIDES = ("left", "right")
 # Guard counters that mean "not used" rather than "invalid" (TeleopStatus.dropped_inputs).
 GUARD_DROPS = {"out_of_order", "missing_tracker", "hand_lost", "stale"}
-# A tick late by less than this is caught up (rate kept); beyond it the schedule restarts.
+# A tick late by less than this is caught up (rate kept); beyond it the schedule restarts and the whole
+# periods missed are counted (dropped.skipped_output_period): published + skipped = rate x time, whatever the load.
 MAX_CATCH_UP_S = 0.02
 # The 200 Hz thread must get the GIL back quickly from the retarget worker (default 5 ms).
 GIL_SWITCH_INTERVAL_S = 0.0005
@@ -245,8 +246,8 @@ class RetargetNode(Node):
             delay = next_tick - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-            elif delay < -MAX_CATCH_UP_S:  # hopelessly behind: restart the schedule, count it
-                self.stats.drop("late_output_tick")
+            elif delay < -MAX_CATCH_UP_S:  # hopelessly behind: skip the missed periods (counted), restart the schedule
+                self.stats.drop("skipped_output_period", int(-delay / period))
                 next_tick = time.monotonic()
 
     def publish_command(self, position: np.ndarray, velocity: np.ndarray) -> None:
