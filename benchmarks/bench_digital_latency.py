@@ -186,14 +186,20 @@ def spin_for(executor, seconds: float) -> None:
         executor.spin_once(timeout_sec=0.02)
 
 
-def call(executor, client, request, timeout: float = 30.0):
+def call(executor, client, request, timeout: float = 30.0, or_none: bool = False):
+    """The service's answer; exits naming the service when it is not there or does not answer within
+    ``timeout``, or returns None then with ``or_none`` (a long run that must report what it saw)."""
     if not client.wait_for_service(timeout_sec=timeout):
+        if or_none:
+            return None
         sys.exit(f"service {client.srv_name} not available")
     future = client.call_async(request)
     end = time.monotonic() + timeout
     while not future.done() and time.monotonic() < end:
         executor.spin_once(timeout_sec=0.05)
     if not future.done():
+        if or_none:
+            return None
         sys.exit(f"service {client.srv_name} did not answer")
     return future.result()
 

@@ -29,6 +29,7 @@ import json
 import os
 import random
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -46,6 +47,8 @@ from rynn_world.launcher.graph import load_graph  # from the sources, as the nod
 ONE_DAY_NS = 86_400 * 10**9
 STATE_CHANNEL = "RYNN_ROBOT_STATE"  # src/rynn_robot_bridge/config/robot.yaml
 INTRUDER_FRAME = "bench_soak_intruder"  # marks the NaN actions this benchmark injects
+SERVICE_TIMEOUT_S = 120.0  # a recorder flushing a bag on a starved machine answers late; a missing answer is a failure, not an exit
+SHUTDOWN_TIMEOUT_S = 300.0
 FAULTS = ("future_tf", "nan_tf", "malformed_lcm", "nan_action", "stale_action", "recorder_kill")
 
 
@@ -56,6 +59,11 @@ def is_operator_sample(msg) -> bool:
     trackers = {getattr(frames, name) for name in TRACKER_NAMES}
     return bool(msg.transforms) and all(
         t.header.frame_id == frames.world and t.child_frame_id in trackers for t in msg.transforms)
+
+
+def next_period(previous: float, period: float) -> float:
+    """The next time a periodic action is due: a loop that fell behind skips what it missed, no burst."""
+    return previous + period * max(1, int((time.monotonic() - previous) // period) + 1)
 
 
 def fault_schedule(rng: random.Random):
@@ -155,6 +163,7 @@ class FaultInjector:
         node.create_subscription(TFMessage, TF_TOPIC, self._on_tf, 10)
         self.lcm = lcm.LCM(lcm_url)
         self.injected: Counter = Counter()
+        self.bad_tf_sent: Counter = Counter()  # /tf messages each bad-/tf fault published
 
     def _on_tf(self, msg) -> None:
         """Keep the tracker node's latest sample (not one of ours) as the template of the bad ones."""
@@ -186,10 +195,14 @@ class FaultInjector:
         return "5 /tf messages"
 
     def future_tf(self) -> str:
-        return self._bad_tf(ONE_DAY_NS, None) + " stamped +1 day"
+        message = self._bad_tf(ONE_DAY_NS, None)
+        self.bad_tf_sent["future_tf"] += 5 if message == "5 /tf messages" else 0
+        return message + " stamped +1 day"
 
     def nan_tf(self) -> str:
-        return self._bad_tf(0, float("nan")) + " with NaN positions"
+        message = self._bad_tf(0, float("nan"))
+        self.bad_tf_sent["nan_tf"] += 5 if message == "5 /tf messages" else 0
+        return message + " with NaN positions"
 
     def malformed_lcm(self) -> str:
         rng = random.Random(self.injected["malformed_lcm"])
@@ -312,6 +325,23 @@ def read_back(bags: Path, summaries: dict[str, dict]) -> tuple[list[str], Counte
     return failures, gaps
 
 
+# What the retarget node must count for each bad /tf message it received (a copy of robot_state_publisher's
+# /tf would be skipped unseen: the tracker's frames are what makes the injection reach it).
+TF_FAULT_COUNTERS = {"future_tf": "rejected.tf_future_stamp", "nan_tf": "rejected.tf_nonfinite"}
+
+
+def tf_fault_report(sent: Counter, observer: "Observer") -> list[str]:
+    """Each bad /tf message this benchmark sent was counted by the retarget node, under its reason."""
+    counted = observer.counters.get("retarget_node", {})
+    print("\n== bad /tf injected vs. counted by the retarget node")
+    failures = []
+    for fault, counter in TF_FAULT_COUNTERS.items():
+        print(f"  {fault:10s} sent {sent[fault]:4d} messages, {counter} {counted.get(counter, 0)}")
+        if counted.get(counter, 0) < sent[fault]:
+            failures.append(f"{fault}: {sent[fault]} bad /tf messages sent, the retarget node counted {counted.get(counter, 0)}")
+    return failures
+
+
 def lost_report(summaries: dict[str, dict], observer: Observer, bag_gaps: Counter) -> list[str]:
     lost, failed, cut = Counter(), Counter(), Counter()
     for summary in summaries.values():
@@ -386,6 +416,26 @@ def main() -> int:
         next_switch, next_sample = started, started
         next_fault = started + rng.expovariate(1 / options.fault_s)
         mode, episode = SetMode.Request.MODE_DIGITAL, None
+
+        def ask(client, request):
+            """The service's answer, or None (a failure noted; the soak goes on) when it did not answer in time."""
+            answer = call(executor, client, request, timeout=SERVICE_TIMEOUT_S, or_none=True)
+            if answer is None:
+                failures.append(f"{client.srv_name} did not answer within {SERVICE_TIMEOUT_S:g} s "
+                                f"at {(time.monotonic() - started) / 60:.1f} min")
+                print(f"[{(time.monotonic() - started) / 60:5.1f} min] {failures[-1]}", flush=True)
+            return answer
+
+        def stop_episode() -> None:
+            stopped = ask(clients["stop"], Trigger.Request())
+            if stopped is not None and stopped.success:
+                summary = json.loads(stopped.message)
+                summaries[summary["episode"]] = summary
+
+        def start_episode() -> str | None:
+            started_episode = ask(clients["start"], Trigger.Request())
+            return started_episode.message if started_episode is not None and started_episode.success else None
+
         while time.monotonic() < end:
             now = time.monotonic()
             if launcher.poll() is not None:
@@ -393,36 +443,29 @@ def main() -> int:
                 break
             if now >= next_sample:
                 resources.sample(now - started)
-                next_sample += options.sample_s
+                next_sample = next_period(next_sample, options.sample_s)
             if now >= next_switch:
                 if episode is not None:
-                    clients["stop"].wait_for_service(timeout_sec=60)
-                    stopped = call(executor, clients["stop"], Trigger.Request())
-                    if stopped.success:
-                        summaries[json.loads(stopped.message)["episode"]] = json.loads(stopped.message)
+                    stop_episode()
                 wanted = SetMode.Request.MODE_REAL if mode == SetMode.Request.MODE_DIGITAL else SetMode.Request.MODE_DIGITAL
-                answer = call(executor, set_mode, SetMode.Request(mode=wanted))
-                switches["accepted" if answer.success else "refused"] += 1
-                if answer.success:
+                answer = ask(set_mode, SetMode.Request(mode=wanted))
+                switches["accepted" if answer is not None and answer.success else "refused"] += 1
+                if answer is not None and answer.success:
                     mode = wanted
-                else:  # e.g. real refused while a starved robot's state was silent: the next period asks again
+                elif answer is not None:  # e.g. real refused while a starved robot's state was silent: asked again next period
                     print(f"[{(now - started) / 60:5.1f} min] switch refused: {answer.message}", flush=True)
-                clients["start"].wait_for_service(timeout_sec=60)
-                episode = call(executor, clients["start"], Trigger.Request()).message
-                next_switch += options.switch_s
+                episode = start_episode()
+                next_switch = next_period(next_switch, options.switch_s)
             if now >= next_fault:
                 fault = next(schedule)
                 print(f"[{(now - started) / 60:5.1f} min] fault {fault}: {faults.inject(fault)}", flush=True)
                 if fault == "recorder_kill":  # that episode is recovered by the respawned recorder; start another
-                    clients["start"].wait_for_service(timeout_sec=60)
-                    episode = call(executor, clients["start"], Trigger.Request()).message
+                    episode = start_episode()
                 next_fault = time.monotonic() + rng.expovariate(1 / options.fault_s)
             executor.spin_once(timeout_sec=0.05)
         resources.sample(time.monotonic() - started)
         if episode is not None and launcher.poll() is None:
-            stopped = call(executor, clients["stop"], Trigger.Request())
-            if stopped.success:
-                summaries[json.loads(stopped.message)["episode"]] = json.loads(stopped.message)
+            stop_episode()
         spin_for(executor, 2.0)  # the last diagnostics
     finally:
         observer.close()
@@ -430,7 +473,12 @@ def main() -> int:
         rclpy.shutdown()
         if launcher.poll() is None:
             launcher.send_signal(signal.SIGINT)
-            launcher.wait(timeout=120)
+            try:
+                launcher.wait(timeout=SHUTDOWN_TIMEOUT_S)
+            except subprocess.TimeoutExpired:  # report what was measured rather than die here
+                failures.append(f"the graph did not stop within {SHUTDOWN_TIMEOUT_S:g} s of Ctrl-C: killed")
+                launcher.kill()
+                launcher.wait()
     if launcher.returncode != 0:
         failures.append(f"the launcher exited {launcher.returncode} (0 after Ctrl-C)")
     launcher_log = output.read_text()
@@ -439,7 +487,7 @@ def main() -> int:
     print(f"switches: {dict(switches)}; faults injected: {dict(faults.injected)}")
     resources.report()
     read_failures, bag_gaps = read_back(work / "bags", summaries)
-    failures += read_failures + lost_report(summaries, observer, bag_gaps)
+    failures += read_failures + lost_report(summaries, observer, bag_gaps) + tf_fault_report(faults.bad_tf_sent, observer)
     print(f"\nmachine at the end: {machine_info()}")
     print("PASS" if not failures else "FAIL:\n  " + "\n  ".join(failures))
     return 1 if failures else 0
