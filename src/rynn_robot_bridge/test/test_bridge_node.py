@@ -126,8 +126,22 @@ class Operator:
         node.create_subscription(DiagnosticArray, "/diagnostics", self.diagnostics.append, 10)
         self.set_mode_client = node.create_client(SetMode, "/rynn/set_mode")
         node.create_timer(1 / 15, self._publish_frames)
-        node.create_timer(1 / 50, self._publish_action)
         self._action_sequence = 0
+        threading.Thread(target=self._stream_actions, name="operator-actions", daemon=True).start()
+
+    def _stream_actions(self):
+        """/rynn/action at 50 Hz from its own thread, as the retarget node publishes from its output loop. As a
+        timer of this test's executor it waited behind the camera callbacks: a starved test process let the
+        actions go stale every second, each stale spell restarted the bridge's approach, and the robot did not
+        reach the first target in 30 s. Ends with the test's ROS context."""
+        while self.node.context.ok():
+            try:
+                self._publish_action()
+            except Exception:
+                if self.node.context.ok():
+                    raise
+                return  # the node went away while publishing
+            time.sleep(0.02)
 
     def _publish_frames(self):
         stamp = self.node.get_clock().now().to_msg()
