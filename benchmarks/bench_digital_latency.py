@@ -85,11 +85,12 @@ def launch_command(arguments: list[str], log_dir: Path) -> list[str]:
             "--set", "rynn_bridge.status_rate_hz=2.0"]
 
 
-def start_graph(command: list[str], log_dir: Path) -> tuple[subprocess.Popen, Path]:
+def start_graph(command: list[str], log_dir: Path, deadline_s: float = 300.0) -> tuple[subprocess.Popen, Path]:
+    """The launched graph once every node is up (returns then; exits after ``deadline_s`` without it)."""
     output = log_dir / "launcher.out"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([*map(str, SOURCES), os.environ.get("PYTHONPATH", "")])}
     launcher = subprocess.Popen(command, stdout=output.open("w"), stderr=subprocess.STDOUT, env=env, cwd=REPO)
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + deadline_s
     while not ALL_UP.search(output.read_text()):
         if launcher.poll() is not None or time.monotonic() > deadline:
             sys.exit(f"the graph did not come up; see {output}:\n{output.read_text()[-3000:]}")

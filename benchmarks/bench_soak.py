@@ -49,6 +49,7 @@ STATE_CHANNEL = "RYNN_ROBOT_STATE"  # src/rynn_robot_bridge/config/robot.yaml
 INTRUDER_FRAME = "bench_soak_intruder"  # marks the NaN actions this benchmark injects
 SERVICE_TIMEOUT_S = 120.0  # a recorder flushing a bag on a starved machine answers late; a missing answer is a failure, not an exit
 SHUTDOWN_TIMEOUT_S = 300.0
+STARTUP_DEADLINE_S = 900.0
 FAULTS = ("future_tf", "nan_tf", "malformed_lcm", "nan_action", "stale_action", "recorder_kill")
 
 
@@ -397,7 +398,8 @@ def main() -> int:
     print(f"graph: {' '.join(command[1:])}\nmachine: {machine_info()}\n"
           f"soak: {options.minutes:g} min, switch every {options.switch_s:g} s, a fault every ~{options.fault_s:g} s, "
           f"seed {options.seed}; logs and bags in {work}", flush=True)
-    launcher, output = start_graph(command, work)
+    # The world model's imports alone took almost 6 min of wall time at load 45: a deadline, returns once up.
+    launcher, output = start_graph(command, work, deadline_s=STARTUP_DEADLINE_S)
     rclpy.init()
     node = rclpy.create_node("bench_soak")
     executor = SingleThreadedExecutor()
