@@ -95,7 +95,7 @@ def test_console_shows_the_camera_switches_modes_and_records_from_a_browser(tmp_
         # Record: the task goes to the recorder's parameter, Start and Stop from the page.
         browser.ready_element(driver, "//*[normalize-space(text())='Task']/following::input[1]", 120.0).send_keys(TASK)
         # Start records the task the console server has; the browser sends typing throttled, so wait for its echo.
-        assert browser.wait_for(lambda: f"Next episode's task: {TASK}" in browser.page_text(driver), 60.0), (
+        assert browser.wait_for(lambda: f"Task for the next episode: {TASK}" in browser.page_text(driver), 60.0), (
             browser.page_text(driver))
         browser.click_button(driver, "Start")
         started = browser.wait_for(lambda: "start: " in browser.page_text(driver) and browser.page_text(driver), 60.0)

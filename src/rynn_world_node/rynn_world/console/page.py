@@ -31,7 +31,7 @@ INITIAL_VIEW_AT = (-0.2, 0.15, 0.8)  # between the robot and the operator's trac
 
 def task_line(task: str) -> str:
     """What the page says the next episode's task is."""
-    return f"Next episode's task: {html.escape(task)}" if task else "Next episode's task: (none)"
+    return f"Task for the next episode: {html.escape(task)}" if task else "Task for the next episode: (none)"
 
 
 @dataclass(frozen=True)
