@@ -2,6 +2,7 @@
 the VAE decoder's frame counts, distillation on the tiny config learns the VAE's decode, and the
 node's loader selects it (or refuses a checkpoint that has none)."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -15,7 +16,7 @@ from rynn_world.model.vae import StreamingVAEDecoder
 from rynn_world.nodes.model_loading import load_streaming_model
 from rynn_world.streaming import StreamingWorldModel
 from rynn_world.training.config import DataConfig, OptimConfig, RunConfig, TinyDecoderConfig
-from rynn_world.training.distill_tiny_decoder import distill_tiny_decoder
+from rynn_world.training.distill_tiny_decoder import build_pairs, distill_tiny_decoder, inner, teacher_directory
 
 CONFIG = get_config("tiny")
 
@@ -89,6 +90,41 @@ def test_distillation_learns_the_vae_decode_and_the_node_loads_it(tmp_path, teac
     assert model.step().shape == (4, CONFIG.height, CONFIG.width, 3)
     vae_model, described = load_streaming_model(CONFIG, str(checkpoint), "cpu", decoder="vae")
     assert isinstance(vae_model.decoder, StreamingVAEDecoder) and described.endswith("VAE decoder")
+
+
+def test_a_vae_alone_teaches_on_encoder_latents_and_a_new_vae_is_never_scored_on_cached_decodes(tmp_path, teacher):
+    vae_only = tmp_path / "vae_only"
+    vae_only.mkdir()
+    (vae_only / "vae").symlink_to(teacher / "vae")
+    data = DataConfig(kind="vitra", root=str(make_vitra_clips(tmp_path / "vitra", clips=1)), clip_frames=9, stride=8)
+    cfg = TinyDecoderConfig(model="tiny", teacher_checkpoint=str(vae_only), generated_fraction=0.0,
+                            decoder={"latent_width": 16, "frame_widths": [8, 8]}, latent_crop=(6, 6), loss_margin=1,
+                            data=data, eval_data=data, optim=OptimConfig(lr=3e-3, warmup_steps=2),
+                            run=RunConfig(output_dir=str(tmp_path / "run"), steps=4, batch_size=2, progress=False))
+    with pytest.raises(FileNotFoundError, match="generated_fraction=0"):
+        teacher_directory(dataclasses.replace(cfg, generated_fraction=0.5))
+    with pytest.raises(ValueError, match="loss_margin 3 needs a latent_crop"):
+        distill_tiny_decoder(dataclasses.replace(cfg, loss_margin=3), resume=None)
+    report = json.loads((distill_tiny_decoder(cfg, resume=None) / "evaluation.json").read_text())
+    assert set(report["held_out"]) == {"encoded"}
+
+    cache = tmp_path / "run" / "pairs_train.pt"
+    stamp = cache.stat().st_mtime_ns
+    old = build_pairs(data, cfg, vae_only, cache, "")
+    assert cache.stat().st_mtime_ns == stamp and set(old[0]) == {"encoded"}  # same teacher: the cache
+    retrained = tmp_path / "retrained"
+    StreamingWorldModel(CONFIG, seed=9).vae.save_pretrained(retrained / "vae")
+    new = build_pairs(data, dataclasses.replace(cfg, teacher_checkpoint=str(retrained)), retrained, cache, "")
+    assert cache.stat().st_mtime_ns != stamp
+    assert not np.array_equal(new[0]["encoded"]["target"], old[0]["encoded"]["target"])
+
+
+def test_the_loss_margin_leaves_out_the_crop_edges():
+    frames = torch.arange(2 * 3 * 20 * 30, dtype=torch.float32).reshape(2, 3, 1, 20, 30)
+    kept = inner(frames, 8)
+    assert kept.shape == (2, 3, 1, 4, 14)
+    torch.testing.assert_close(kept, frames[..., 8:12, 8:22])
+    assert inner(frames, 0).shape == frames.shape
 
 
 def test_asking_for_the_tiny_decoder_without_one_is_refused(teacher):

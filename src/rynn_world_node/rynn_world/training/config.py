@@ -97,6 +97,7 @@ class TinyDecoderConfig:
     # decodes) rather than from the VAE encoder's latents of real frames
     generated_fraction: float = 0.5
     latent_crop: tuple[int, int] | None = None  # (h, w) random crops in latent cells (x8 pixels); None = whole frames
+    loss_margin: int = 0  # latent cells at each crop edge left out of the loss (their teacher pixels saw outside latents)
     l1_weight: float = 1.0
     mse_weight: float = 1.0
     psnr_bar_db: float = 30.0  # held-out PSNR against the VAE's decode the decoder must reach to ship

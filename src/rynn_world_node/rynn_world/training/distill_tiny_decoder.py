@@ -4,12 +4,15 @@ The teacher is the full VAE decoder, run exactly as serving runs it (StreamingVA
 frame at a time from a stream start). Each clip gives two latent sequences: the VAE encoder's
 latents of the recorded frames, and the latents StreamingWorldModel itself generates for the clip's
 control frames from its first frame (what the live stream decodes). The target of both is the VAE's decode; the
-tiny decoder learns it with L1 + MSE over whole clips. Held-out clips are scored the same way
-(PSNR against the VAE's decode, and both decoders' PSNR against the recorded frames).
+tiny decoder learns it with L1 + MSE over whole clips (random crops, less a margin near the crop's
+edges where the VAE's decode saw latents the crop cut off). Held-out clips are scored the same way
+(PSNR against the VAE's decode, and both decoders' PSNR against the recorded frames). A teacher with
+no transformer yet (a retrained VAE alone) works with generated_fraction=0: encoder latents only.
 
     python -m rynn_world.training.distill_tiny_decoder --config src/rynn_world_node/config/tiny_decoder_cpu.yaml
 """
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -33,9 +36,14 @@ SOURCES = ("encoded", "generated")
 
 
 def teacher_directory(cfg: TinyDecoderConfig) -> Path:
+    """The checkpoint whose vae/ is the teacher; its transformer/ generates the `generated` half, so it
+    may be missing only when generated_fraction is 0 (a freshly trained VAE before its DiT exists)."""
     path = Path(cfg.teacher_checkpoint) if cfg.teacher_checkpoint else packaged_checkpoint(cfg.model)
-    if path is None or not (path / "vae").is_dir() or not (path / "transformer").is_dir():
-        raise FileNotFoundError(f"teacher checkpoint {path} needs vae/ and transformer/ (teacher_checkpoint in the config)")
+    if path is None or not (path / "vae").is_dir():
+        raise FileNotFoundError(f"teacher checkpoint {path} has no vae/ (teacher_checkpoint in the config)")
+    if cfg.generated_fraction > 0 and not (path / "transformer").is_dir():
+        raise FileNotFoundError(f"teacher checkpoint {path} has no transformer/ to generate latents with: "
+                                "give one trained against this VAE, or set generated_fraction=0")
     return path
 
 
@@ -62,9 +70,14 @@ class _RecordingDecoder:
 def clip_pairs(clip, vae, transformer, config: WorldModelConfig, seed: int) -> dict[str, dict]:
     """Per source: the (z, F, h, w) latent sequence and the VAE's decode of it, (T, H, W, 3) uint8.
 
-    `generated` runs the live path itself (StreamingWorldModel reset on the clip's first frame, its
-    control frames pushed one per tick, a step per block), recording what its decoder is given."""
+    `generated` (only given a transformer) runs the live path itself (StreamingWorldModel reset on the
+    clip's first frame, its control frames pushed one per tick, a step per block), recording what its
+    decoder is given."""
     latents = StreamingVAEEncoder(vae).push(rgb_to_tensor(clip.frames))
+    pairs = {"encoded": {"latents": latents[0].float(), "target": tensor_to_rgb(StreamingVAEDecoder(vae).push(latents)),
+                         "frames": clip.frames}}
+    if transformer is None:
+        return pairs
     model = StreamingWorldModel(config, transformer=transformer, vae=vae, seed=seed)
     recorder = model.decoder = _RecordingDecoder(model.decoder)
     model.reset(clip.frames[0])
@@ -73,26 +86,37 @@ def clip_pairs(clip, vae, transformer, config: WorldModelConfig, seed: int) -> d
         model.push_skeleton(control[j], stamp=j / config.fps)
         if model.next_block_end() <= model.newest_skeleton_stamp + 1e-9:
             model.step()
-    generated = torch.cat(recorder.latents, dim=2)
-    encoded = {"latents": latents[0].float(), "target": tensor_to_rgb(StreamingVAEDecoder(vae).push(latents)),
-               "frames": clip.frames}
-    return {"encoded": encoded, "generated": {"latents": generated[0].float(),
-                                              "target": tensor_to_rgb(torch.cat(recorder.frames, dim=2)),
-                                              "frames": clip.frames}}
+    pairs["generated"] = {"latents": torch.cat(recorder.latents, dim=2)[0].float(),
+                          "target": tensor_to_rgb(torch.cat(recorder.frames, dim=2)), "frames": clip.frames}
+    return pairs
+
+
+def teacher_fingerprint(teacher: Path, data, with_transformer: bool) -> str:
+    """What a pairs cache was computed from: the teacher's weight files and the clips' settings."""
+    digest = hashlib.sha256(json.dumps(vars(data), sort_keys=True, default=str).encode())
+    for part in ("vae", "transformer") if with_transformer else ("vae",):
+        for weights in sorted((teacher / part).glob("*.safetensors")):
+            digest.update(weights.read_bytes())
+    return digest.hexdigest()
 
 
 def build_pairs(data, cfg: TinyDecoderConfig, teacher: Path, cache: Path, desc: str) -> list[dict]:
-    """Every clip's pairs, computed once and cached in `cache` (torch.save) for resumed runs."""
+    """Every clip's pairs, cached in `cache` (torch.save) for resumed runs; a cache computed from other
+    teacher weights or clips is recomputed (a retrained VAE must never be scored on the old one's decodes)."""
+    with_transformer = cfg.generated_fraction > 0
+    fingerprint = teacher_fingerprint(teacher, data, with_transformer)
     if cache.is_file():
-        return torch.load(cache, weights_only=False)
+        cached = torch.load(cache, weights_only=False)
+        if cached["fingerprint"] == fingerprint:
+            return cached["pairs"]
     config = get_config(cfg.model)
     vae = use_vae_kernels(load_vae(config, str(teacher)), "onednn")
-    transformer = load_or_build_transformer(config, str(teacher)).eval()
+    transformer = load_or_build_transformer(config, str(teacher)).eval() if with_transformer else None
     clips = build_clip_dataset(data, config)
     pairs = [clip_pairs(clips[i], vae, transformer, config, cfg.run.seed + i)
              for i in tqdm(range(len(clips)), desc=desc, dynamic_ncols=True, disable=not cfg.run.progress)]
     cache.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(pairs, cache)
+    torch.save({"fingerprint": fingerprint, "pairs": pairs}, cache)
     return pairs
 
 
@@ -113,12 +137,18 @@ def random_crop(latents: torch.Tensor, target: torch.Tensor, crop: tuple[int, in
             target[..., top * scale: (top + crop[0]) * scale, left * scale: (left + crop[1]) * scale])
 
 
+def inner(frames: torch.Tensor, margin: int) -> torch.Tensor:
+    """The frames less `margin` pixels on each side: near a crop's edge the VAE's decode depended on
+    latents outside the crop, which the tiny decoder was not given."""
+    return frames[..., margin: frames.shape[-2] - margin, margin: frames.shape[-1] - margin]
+
+
 @torch.no_grad()
 def held_out_scores(decoder: TinyVideoDecoder, pairs: list[dict]) -> dict:
     """Mean PSNR per source: tiny vs the VAE's decode, and each decoder vs the recorded frames."""
     decoder.eval()
     scores = {}
-    for source in SOURCES:
+    for source in pairs[0]:
         rows = []
         for pair in pairs:
             item = pair[source]
@@ -131,6 +161,8 @@ def held_out_scores(decoder: TinyVideoDecoder, pairs: list[dict]) -> dict:
 
 
 def distill_tiny_decoder(cfg: TinyDecoderConfig, resume: str | None = "latest") -> Path:
+    if cfg.loss_margin and (cfg.latent_crop is None or 2 * cfg.loss_margin >= min(cfg.latent_crop)):
+        raise ValueError(f"loss_margin {cfg.loss_margin} needs a latent_crop more than twice as large, got {cfg.latent_crop}")
     accelerator = make_accelerator(cfg.run)
     output = Path(cfg.run.output_dir)
     teacher = teacher_directory(cfg)
@@ -156,6 +188,8 @@ def distill_tiny_decoder(cfg: TinyDecoderConfig, resume: str | None = "latest") 
         target = torch.stack([to_signed(train_pairs[i][s]["target"]) for i, s in zip(picks, sources)])
         latents, target = random_crop(latents, target, cfg.latent_crop, config.spatial_compression, generator)
         decoded, _ = decoder(latents)
+        margin = cfg.loss_margin * config.spatial_compression
+        decoded, target = inner(decoded, margin), inner(target, margin)
         l1 = (decoded - target).abs().mean()
         mse = (decoded - target).square().mean()
         loss = cfg.l1_weight * l1 + cfg.mse_weight * mse
