@@ -107,7 +107,7 @@ def build_pairs(data, cfg: TinyDecoderConfig, teacher: Path, cache: Path, desc: 
     fingerprint = teacher_fingerprint(teacher, data, with_transformer)
     if cache.is_file():
         cached = torch.load(cache, weights_only=False)
-        if cached["fingerprint"] == fingerprint:
+        if isinstance(cached, dict) and cached.get("fingerprint") == fingerprint:  # (older caches: a bare list)
             return cached["pairs"]
     config = get_config(cfg.model)
     vae = use_vae_kernels(load_vae(config, str(teacher)), "onednn")
