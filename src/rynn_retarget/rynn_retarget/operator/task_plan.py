@@ -242,9 +242,14 @@ BANANA_PITCH = 0.5
 CUP_POINT, CUP_GRIP = np.array([0.06, 0.01, 0.06]), 0.5  # apple under the cupped hand, behind the fingertips
 PUSH_CONTACT, PUSH_PITCH = 0.11, 0.9  # the fingers' point that pushes (m along them), fingers tipped down
 PUSH_TOE_IN = 0.15  # rad: the left palm faces a little backwards; the pushed block drifts forward otherwise
-HANDOVER_Y = -0.05  # the block's y where the left hand (at the end of its reach) hands over to the right
-LIFT_PITCH, LIFT_CONTACT = 1.1, 0.09
+LEFT_PUSH_REACH_Y = 0.026  # the y the left hand's pushing fingers reach, palm facing right (asked -0.005: 0.026)
+FINGERTIPS = np.array([-0.015, 0.0, 0.185])  # the middle of the open robot hand's fingertip row (palm frame)
+ACROSS_PITCH = 0.6  # fingers pointing right, tipped down: the left palm reaches y ~ 0.01 at 15 cm height
+ZONE_RIGHT_Y = -0.20  # the right zone's centre (rynn_robot_bridge.sim.scenes.ZONE_Y)
+LIFT_PITCH, LIFT_CONTACT = 0.6, 0.09  # fingers nearly level: the palms reach x 0.22-0.44 m (1.1: 0.30-0.42)
 LIFT_SQUEEZE = 0.035  # m each palm presses into the plush
+LIFT_HEIGHT = 0.10  # m the plush is lifted: its bottom clears the tray wall (0.04 m) by 5 cm
+ARRIVE_S = 0.3  # s the operator waits, once the hand is there, for the robot hand to arrive (it lags ~2-3 cm)
 CARRY_ABOVE = 0.06  # m above the place point the carried object arrives, then is lowered
 LID_HEADINGS = {"left": (0.0, -0.9), "right": (0.9, 0.0)}  # (pick, place) headings: lid left, box right
 
@@ -280,6 +285,7 @@ def _pick_and_place(tracks: _Tracks, side: str, target: np.ndarray, rotation: np
     tracks.move(1.0, "approach", **{side: HandKey(grasp + clearance * up + style.aim_error, rotation, preshape, kind)})
     tracks.move(0.35, "correct", **{side: HandKey(grasp + clearance * up, rotation, preshape, kind)})
     tracks.move(0.6, "descend", **{side: HandKey(grasp, rotation, preshape, kind)})
+    tracks.hold(ARRIVE_S, "arrive", side)
     tracks.hold(style.hesitation_s, "hesitate", side)
     tracks.move(0.5, "grasp", **{side: HandKey(grasp, rotation, grip, kind)})
     tracks.hold(0.15, "grasp", side)
@@ -319,6 +325,7 @@ def _cup_and_roll(tracks: _Tracks, apple: SceneObject, plate: SceneObject, style
     tracks.move(1.0, "approach", left=HandKey(cup + 0.08 * up + style.aim_error, rotation, CUP_GRIP / 2))
     tracks.move(0.35, "correct", left=HandKey(cup + 0.08 * up, rotation, CUP_GRIP / 2))
     tracks.move(0.6, "descend", left=HandKey(cup, rotation, CUP_GRIP / 2))
+    tracks.hold(ARRIVE_S, "arrive", "left")
     tracks.hold(style.hesitation_s, "hesitate", "left")
     tracks.move(0.4, "grasp", left=HandKey(cup, rotation, CUP_GRIP))
     off_plate = np.array([0.0, plate.position[1] + plate.half_extents[0] + 0.10 - apple.position[1],
@@ -330,41 +337,41 @@ def _cup_and_roll(tracks: _Tracks, apple: SceneObject, plate: SceneObject, style
 
 
 def _plan_block_pushing(tracks: _Tracks, scene: SceneState, rest: dict, style: OperatorStyle) -> None:
-    """The left hand, palm facing right, pushes the block to the middle (as far as it reaches); the right
-    hand takes over from the block's left side and sweeps it on, with the back of the hand, into the
-    right zone."""
+    """The left hand pushes the block right in two strokes, as a person reaching across a table would: palm
+    facing right, from the left zone to the middle (as far as the palm reaches); then, fingers pointing
+    right and tipped down, with the row of fingertips (a 10 cm edge across the block's face, whatever the
+    block drifted forwards) on into the right zone."""
     block = scene.object("block")
     half, up = block.half_extents, np.array([0.0, 0.0, 1.0])
     contact = np.array([0.0, 0.0, PUSH_CONTACT])  # on the fingers, palm frame
-    back_contact = np.array([-0.012, 0.0, PUSH_CONTACT])  # on the back of the fingers
-    gap = half[1] + 0.03
     left = _yaw_matrix(-PUSH_TOE_IN) @ palm_sideways(-1.0, heading=0.15 * style.approach_yaw, pitch=PUSH_PITCH)
-    right = palm_sideways(1.0, heading=-0.15 * style.approach_yaw, pitch=PUSH_PITCH)
 
-    def at(rotation, point, y):  # palm that puts ``point`` of the hand at the block's height and x, at ``y``
-        return grasp_centre(rotation, np.array([block.position[0], y, block.position[2]]), point)
+    def at(rotation, point, y, height=block.position[2]):  # palm that puts ``point`` of the hand at x, ``y``, height
+        return grasp_centre(rotation, np.array([block.position[0], y, height]), point)
 
-    start = at(left, contact, block.position[1] + gap)
+    start = at(left, contact, block.position[1] + half[1] + 0.03)
     tracks.move(1.0, "approach", left=HandKey(start + 0.08 * up + style.aim_error, left))
     tracks.move(0.35, "correct", left=HandKey(start + 0.08 * up, left))
     tracks.move(0.6, "descend", left=HandKey(start, left))
     tracks.hold(style.hesitation_s, "hesitate", "left")
-    pushed = at(left, contact, HANDOVER_Y + half[1] + 0.012)
+    pushed = at(left, contact, LEFT_PUSH_REACH_Y)
     tracks.move(1.2, "push", left=HandKey(pushed, left))
     away = pushed + np.array([0.0, 0.04, 0.0])
     tracks.move(0.4, "release", left=HandKey(away, left))
-    tracks.move(0.5, "retreat", left=HandKey(away + 0.13 * up, left))
-    tracks.together()
-    tracks.move(0.8, "return", left=rest["left"])
-    take_over = at(right, back_contact, HANDOVER_Y + gap - 0.005)
-    tracks.move(1.0, "approach", right=HandKey(take_over + 0.08 * up, right))
-    tracks.move(0.5, "descend", right=HandKey(take_over, right))
-    goal = at(right, back_contact, -0.20 + half[1])
-    away = goal + np.array([0.0, 0.04, 0.0])
-    tracks.move(1.4, "push", right=HandKey(goal, right))
-    tracks.move(0.4, "release", right=HandKey(away, right))
-    tracks.move(0.5, "retreat", right=HandKey(away + 0.13 * up, right))
-    tracks.move(0.8, "return", right=rest["right"])
+    tracks.move(0.5, "retreat", left=HandKey(away + 0.10 * up, left))
+    # second stroke: the block's left face is now near LEFT_PUSH_REACH_Y
+    across = palm_down(-np.pi / 2 + 0.15 * style.approach_yaw, pitch=ACROSS_PITCH)
+    tips = hand_point(FINGERTIPS, "left")
+    height = 1.2 * half[2]  # the fingertips a little above the block's middle
+    behind = at(across, tips, LEFT_PUSH_REACH_Y + 0.04, height)
+    tracks.move(0.9, "approach", left=HandKey(behind + 0.08 * up, across))
+    tracks.move(0.5, "descend", left=HandKey(behind, across))
+    tracks.hold(ARRIVE_S, "arrive", "left")
+    goal = at(across, tips, ZONE_RIGHT_Y + half[1], height)  # the block's centre on the right zone's
+    tracks.move(1.4, "push", left=HandKey(goal, across))
+    tracks.move(0.4, "release", left=HandKey(goal + np.array([0.0, 0.03, 0.02]), across))
+    tracks.move(0.5, "retreat", left=HandKey(goal + np.array([0.0, 0.03, 0.12]), across))
+    tracks.move(0.9, "return", left=rest["left"])
 
 
 def _plan_bimanual_lifting(tracks: _Tracks, scene: SceneState, rest: dict, style: OperatorStyle) -> None:
@@ -388,8 +395,8 @@ def _plan_bimanual_lifting(tracks: _Tracks, scene: SceneState, rest: dict, style
     tracks.move(0.7, "descend", **both(open_width, centre, 0.0))
     tracks.hold(style.hesitation_s, "hesitate")
     tracks.move(0.6, "grasp", **both(held, centre, 0.3))
-    tracks.move(0.8, "lift", **both(held, centre + 0.13 * up, 0.3))
-    tracks.move(1.2, "carry", **both(held, into + 0.13 * up, 0.3))
+    tracks.move(0.8, "lift", **both(held, centre + LIFT_HEIGHT * up, 0.3))
+    tracks.move(1.2, "carry", **both(held, into + LIFT_HEIGHT * up, 0.3))
     tracks.move(0.7, "place", **both(held, into, 0.3))
     tracks.move(0.5, "release", **both(open_width, into, 0.0))
     tracks.move(0.6, "retreat", **both(open_width, into + 0.15 * up, 0.0))

@@ -52,13 +52,40 @@ def episode_seed(base_seed: int, task: str, index: int) -> int:
     return int(np.random.SeedSequence([base_seed, TASKS.index(task), index]).generate_state(1)[0])
 
 
-def record_episode(task: str, seed: int, settings: EpisodeSettings, bag_path: Path) -> tuple[dict, dict]:
-    """Write the bag at ``bag_path`` (must not exist); return (summary, frame-aligned arrays)."""
+@dataclass
+class Episode:
+    """An episode set up and not yet run: the scene, the calibrated retargeting, the operator and how long."""
+
+    task: str
+    seed: int
+    settings: EpisodeSettings
+    robot: SimulatedRobot
+    pipeline: RetargetPipeline
+    operator: SyntheticOperator | TaskOperator
+    duration_s: float
+
+
+def start_episode(task: str, seed: int, settings: EpisodeSettings) -> Episode:
+    """The seeded scene with the robot at rest and the operator that will drive it (``run_episode`` runs it)."""
     intrinsics = D435I_COLOR.scaled(settings.image_width, settings.image_height)
     robot = SimulatedRobot(task, seed=seed, camera=intrinsics, control_rate_hz=settings.control_rate_hz,
                            vary_scene=settings.scene_variation)
     pipeline = RetargetPipeline()
     operator, duration_s = make_operator(task, seed, settings, pipeline, robot)
+    return Episode(task, seed, settings, robot, pipeline, operator, duration_s)
+
+
+def record_episode(task: str, seed: int, settings: EpisodeSettings, bag_path: Path) -> tuple[dict, dict]:
+    """Write the bag at ``bag_path`` (must not exist); return (summary, frame-aligned arrays)."""
+    return run_episode(start_episode(task, seed, settings), bag_path)
+
+
+def run_episode(episode: Episode, bag_path: Path) -> tuple[dict, dict]:
+    """Run ``episode`` to its end, writing the bag at ``bag_path``; closes its simulator."""
+    task, seed, settings, robot, pipeline, operator, duration_s = (
+        episode.task, episode.seed, episode.settings, episode.robot, episode.pipeline, episode.operator,
+        episode.duration_s)
+    intrinsics = robot.camera
     scene = scene_metadata(robot)
     smoother = pipeline.make_smoother()
     writer = EpisodeBagWriter(bag_path, intrinsics)

@@ -19,6 +19,8 @@ from rynn_robot_bridge.sim.robot_model import WORLD_BITS
 
 TASKS = ("dual_picking", "block_pushing", "bimanual_lifting", "lid_placement")
 AT_REST_SPEED = 0.05  # m/s: an object moving slower than this counts as placed
+PLUSH_ROLLING_FRICTION = 0.02  # m: rolling it takes a push of ~7 N cm, it does not rock on its own
+APPLE_ROLLING_FRICTION = 0.008  # m: about 2 m/s^2 of rolling deceleration, an apple stops within centimetres
 
 
 @dataclass
@@ -114,10 +116,11 @@ def _free_body(spec: mujoco.MjSpec, name: str) -> mujoco.MjsBody:
     return body
 
 
-def _geom(body, *, type, size, rgba, mass, pos=(0, 0, 0), quat=(1, 0, 0, 0), friction=(1.0, 0.005, 0.0001), **extra):
+def _geom(body, *, type, size, rgba, mass, pos=(0, 0, 0), quat=(1, 0, 0, 0), friction=(1.0, 0.005, 0.0001), condim=4,
+          **extra):
     return body.add_geom(type=type, size=list(size) + [0] * (3 - len(size)), rgba=rgba, mass=mass, pos=list(pos),
                          quat=list(quat), friction=list(friction), contype=WORLD_BITS[0], conaffinity=WORLD_BITS[1],
-                         condim=4, **extra)
+                         condim=condim, **extra)
 
 
 def _open_box(body, half_x, half_y, height, wall, rgba, mass):
@@ -156,7 +159,10 @@ def _dual_picking(spec, rng) -> TaskScene:
     _geom(plate, type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=(plate_radius, plate_height / 2),
           rgba=(0.95, 0.95, 0.93, 1), mass=0.4)
     apple = _free_body(spec, "apple")
-    _geom(apple, type=mujoco.mjtGeom.mjGEOM_SPHERE, size=(0.035,), rgba=(0.80, 0.10, 0.08, 1), mass=0.15)
+    # Rolling friction (condim 6): an apple is not a billiard ball; with none (condim 4) a sphere nudged at
+    # 1 m/s rolled on across the table and off it.
+    _geom(apple, type=mujoco.mjtGeom.mjGEOM_SPHERE, size=(0.035,), rgba=(0.80, 0.10, 0.08, 1), mass=0.15,
+          friction=(1.0, 0.005, APPLE_ROLLING_FRICTION), condim=6)
     banana = _free_body(spec, "banana")
     lying_along_x = _axis_quat([0, 1, 0], np.pi / 2)
     for offset, bend in ((-0.045, -0.35), (0.0, 0.0), (0.045, 0.35)):  # three capsules curved in the table plane
@@ -231,13 +237,18 @@ def _block_pushing_success(scene, model, data) -> bool:
 def _bimanual_lifting(spec, rng) -> TaskScene:
     """A soft watermelon plush (light ellipsoid, compliant contacts) to be lifted into a tray."""
     plush = _free_body(spec, "plush")
+    # Rolling friction (condim 6): a stuffed toy flattens where it lies; a rigid, frictionless-rolling ellipsoid
+    # set into the tray rocked 5 cm to and fro for seconds.
     _geom(plush, type=mujoco.mjtGeom.mjGEOM_ELLIPSOID, size=(0.08, 0.065, 0.055), rgba=(0.20, 0.55, 0.20, 1),
-          mass=0.35, solref=[0.03, 0.5], solimp=[0.7, 0.95, 0.01, 0.5, 2], friction=(1.2, 0.01, 0.001))
+          mass=0.35, solref=[0.03, 0.5], solimp=[0.7, 0.95, 0.01, 0.5, 2], friction=(1.2, 0.01, PLUSH_ROLLING_FRICTION),
+          condim=6)
     tray = _free_body(spec, "tray")
-    tray_half, tray_height = (0.11, 0.14), 0.04
+    # Both within the squeezing palms' reach (x 0.22-0.44 m at the lift's heights; the tray was at 0.52-0.56,
+    # where the palms ended 5-10 cm short), the tray's near wall clear of the plush at every sampled pose.
+    tray_half, tray_height = (0.10, 0.14), 0.04
     _open_box(tray, *tray_half, tray_height, 0.008, (0.25, 0.30, 0.45, 1), mass=0.8)
-    plush_xy, plush_yaw = _sample(rng, (0.24, 0.28), (-0.04, 0.04), (-0.4, 0.4))
-    tray_xy, tray_yaw = _sample(rng, (0.52, 0.56), (-0.06, 0.06), (-0.15, 0.15))
+    plush_xy, plush_yaw = _sample(rng, (0.26, 0.29), (-0.04, 0.04), (-0.2, 0.2))
+    tray_xy, tray_yaw = _sample(rng, (0.50, 0.52), (-0.06, 0.06), (-0.15, 0.15))
     scene = TaskScene(
         "bimanual_lifting",
         [ObjectPlacement("plush", plush_xy, plush_yaw, 0.055, (0.08, 0.065, 0.055)),
