@@ -235,7 +235,7 @@ def grasp_centre(rotation: np.ndarray, target: np.ndarray, offset: np.ndarray) -
 # left), from the retargeted hand's keypoints: half-closed power-grasp fingertips curl to x ~ 0.07 m at
 # z ~ 0.1 m; the pinch's thumb and index tips meet near (0.08, 0.03, 0.1).
 POWER_GRASP_POINT = np.array([0.05, 0.005, 0.09])
-PINCH_GRASP_POINT = np.array([0.075, 0.035, 0.10])
+PINCH_GRASP_POINT = np.array([0.08, 0.025, 0.10])
 # Hand headings and pitches (rad) each task's grasps use: found reachable by the arm IK over the
 # scenes' sampled object ranges (test_task_operator checks the commanded hands get there).
 BANANA_PITCH = 0.5
@@ -251,6 +251,10 @@ LIFT_SQUEEZE = 0.035  # m each palm presses into the plush
 LIFT_HEIGHT = 0.10  # m the plush is lifted: its bottom clears the tray wall (0.04 m) by 5 cm
 ARRIVE_S = 0.3  # s the operator waits, once the hand is there, for the robot hand to arrive (it lags ~2-3 cm)
 CARRY_ABOVE = 0.06  # m above the place point the carried object arrives, then is lowered
+# The pinch closes fully (thumb and index 1.9 cm apart, the knob is 2.2-2.6 cm across; at 0.9 they stopped
+# 2.6 cm apart and did not hold it) from a pre-shape already near the knob (5.8 cm apart), so the closing
+# fingers do not sweep the knob away.
+LID_PITCH, LID_GRIP, LID_PRESHAPE = 0.3, 1.0, 0.6
 LID_HEADINGS = {"left": (0.0, -0.9), "right": (0.9, 0.0)}  # (pick, place) headings: lid left, box right
 
 
@@ -416,9 +420,9 @@ def _plan_lid_placement(tracks: _Tracks, scene: SceneState, rest: dict, style: O
     misfit = (box.yaw - lid.yaw - (place_heading - pick_heading) + np.pi / 2) % np.pi - np.pi / 2
     pick_heading += 0.3 * style.approach_yaw - misfit / 2
     place_heading += 0.3 * style.approach_yaw + misfit / 2
-    rotation, place_rotation = palm_down(pick_heading, pitch=0.3), palm_down(place_heading, pitch=0.3)
+    rotation, place_rotation = palm_down(pick_heading, pitch=LID_PITCH), palm_down(place_heading, pitch=LID_PITCH)
     knob = lid.point(lid.grip_point)
     on_box = box.position + np.array([0.0, 0.0, 2 * box.half_extents[2] + lid.half_extents[2] + lid.grip_point[2] + 0.005])
     _pick_and_place(tracks, side, knob, rotation, PINCH_GRASP_POINT, on_box, place_rotation, style,
-                    grip=0.9, kind="pinch", lift=0.15)
+                    grip=LID_GRIP, kind="pinch", lift=0.15, preshape=LID_PRESHAPE)
     tracks.move(0.8, "return", **{side: rest[side]})
