@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     print(f"machine: {machine()}")
     print(f"{args.episodes} episodes per task, seed {args.seed}, {args.jobs} process(es)")
-    jobs = [(task, i, episode_seed(args.seed, task, i)) for task in args.tasks for i in range(args.episodes)]
+    # episode-major: a run cut short still has episodes of every task
+    jobs = [(task, i, episode_seed(args.seed, task, i)) for i in range(args.episodes) for task in args.tasks]
     results: dict[str, list[bool]] = {task: [] for task in args.tasks}
     cpu: dict[str, float] = {task: 0.0 for task in args.tasks}
     with multiprocessing.get_context("spawn").Pool(args.jobs) if args.jobs > 1 else _Serial() as pool:
