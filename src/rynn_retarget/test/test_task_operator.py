@@ -9,6 +9,7 @@ import pytest
 from rynn_retarget.operator.synthetic import neutral_frame
 from rynn_retarget.operator.task_operator import TaskOperator, arm_mappings, rest_hands
 from rynn_retarget.operator.task_plan import (
+    ARRIVE_S,
     CUP_POINT,
     PINCH_GRASP_POINT,
     POWER_GRASP_POINT,
@@ -100,7 +101,7 @@ def test_the_hand_closes_only_once_it_is_at_the_object(pipeline):
         if key.grip > preshape + 1e-9:
             assert t >= grasp_start and np.linalg.norm(key.position - at_object) < 1e-6
     assert plan.hand_at("left", grasp_end).grip >= preshape + 0.2  # closed on it
-    assert grasp_start - descend_end == pytest.approx(0.4)  # the hesitation, at the object
+    assert grasp_start - descend_end == pytest.approx(ARRIVE_S + 0.4)  # the robot hand arrives, then the hesitation
 
 
 def test_a_plan_starts_and_ends_at_rest_and_every_phase_is_there(pipeline):
