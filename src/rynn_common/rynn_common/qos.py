@@ -17,6 +17,13 @@ a depth-1 reader, so they still see only the newest frame. At depth 2 a 4-minute
 
 ``TF_QOS``: ``/tf``'s publishers (tracker, robot_state_publisher) and the retarget node's
 listener; ``/tf`` is a recorded stream.
+
+``LIVE_QOS``: every other endpoint: live readers of the graph's streams (the retarget node's glove
+input, the world model's skeleton input, robot_state_publisher's /joint_states, the demo's camera
+and status readers) and writers that are not recorded (``/diagnostics``, the debug topics). Reliable, because these readers use every
+sample (the retargeter solves each glove sample, the world model's frame clock resamples every
+skeleton); 10 deep (rclpy's usual depth), because a live consumer that fell behind wants the
+newest samples, not a backlog (the recorder, which wants all of them, keeps its own 500).
 """
 
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -26,3 +33,4 @@ RECORDED_STREAM_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIA
 RECORDED_CAMERA_QOS = QoSProfile(depth=30, reliability=ReliabilityPolicy.RELIABLE)
 STATUS_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)  # 10 s at 10 Hz
 TF_QOS = RECORDED_STREAM_QOS
+LIVE_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)

@@ -1,11 +1,13 @@
 """One latched profile: every publisher and subscriber of /rynn/mode, /robot_description and
-/tf_static takes LATCHED_QOS, so none can drift to a durability that silently loses the state."""
+/tf_static takes LATCHED_QOS, so none can drift to a durability that silently loses the state.
+The live endpoints take LIVE_QOS, so no node module spells its own reliable depth-10 profile."""
 
+import re
 from pathlib import Path
 
 from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
 
-from rynn_common.qos import LATCHED_QOS
+from rynn_common.qos import LATCHED_QOS, LIVE_QOS
 
 SOURCES = Path(__file__).resolve().parents[2]  # src/
 
@@ -19,3 +21,19 @@ def test_no_module_defines_its_own_latched_profile():
     definers = sorted(str(path.relative_to(SOURCES)) for path in SOURCES.rglob("*.py")
                       if "/test/" not in str(path) and "DurabilityPolicy.TRANSIENT_LOCAL" in path.read_text())
     assert definers == ["rynn_common/rynn_common/qos.py"], definers
+
+
+def test_live_profile_is_reliable_and_keeps_the_newest_ten():
+    assert (LIVE_QOS.depth, LIVE_QOS.reliability, LIVE_QOS.durability) == (
+        10, ReliabilityPolicy.RELIABLE, DurabilityPolicy.VOLATILE)
+
+
+def test_no_node_module_defines_its_own_live_profile():
+    """Neither a QoSProfile(depth=10, ...RELIABLE) of its own nor a bare depth (rclpy's reliable
+    depth-N profile) passed to create_publisher / create_subscription."""
+    own_profile = re.compile(r"QoSProfile\(depth=10, reliability=ReliabilityPolicy\.RELIABLE\)")
+    bare_depth = re.compile(r"create_(publisher|subscription)\([^\n]*, \d+\)")
+    offenders = sorted(f"{path.relative_to(SOURCES)}: {match.group(0)}" for path in SOURCES.rglob("*.py")
+                       if "/test/" not in str(path) and path.name != "qos.py"
+                       for pattern in (own_profile, bare_depth) for match in pattern.finditer(path.read_text()))
+    assert offenders == [], offenders

@@ -10,7 +10,6 @@ import time
 import rclpy
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
-from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rynn_teleop_msgs.msg import TeleopStatus
 from rynn_teleop_msgs.srv import SetMode
 from sensor_msgs.msg import Image
@@ -18,11 +17,10 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from tqdm import tqdm
 
-from rynn_common.qos import LATCHED_QOS
+from rynn_common.qos import LATCHED_QOS, LIVE_QOS
 from rynn_common.ros_names import IMAGE_TOPIC, MODE_TOPIC, RECORDER_SERVICES, SET_MODE_SERVICE, STATUS_TOPIC
 
 MODE_CODES = {"real": SetMode.Request.MODE_REAL, "digital": SetMode.Request.MODE_DIGITAL}
-RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 SERVICE_TIMEOUT_S = 30.0
 
 
@@ -33,9 +31,9 @@ class DemoSession:
         self.mode: str | None = None
         self.camera_frames = 0
         self.latencies: dict[str, float] = {}  # "<source>/<stage>" -> latest p50 [s]
-        self.node.create_subscription(Image, IMAGE_TOPIC, self._on_image, RELIABLE)
+        self.node.create_subscription(Image, IMAGE_TOPIC, self._on_image, LIVE_QOS)
         self.node.create_subscription(String, MODE_TOPIC, self._on_mode, LATCHED_QOS)
-        self.node.create_subscription(TeleopStatus, STATUS_TOPIC, self._on_status, RELIABLE)
+        self.node.create_subscription(TeleopStatus, STATUS_TOPIC, self._on_status, LIVE_QOS)
         self.set_mode = self.node.create_client(SetMode, SET_MODE_SERVICE)
         self.start = self.node.create_client(Trigger, RECORDER_SERVICES["start"])
         self.stop = self.node.create_client(Trigger, RECORDER_SERVICES["stop"])

@@ -32,7 +32,6 @@ import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rynn_teleop_msgs.msg import BimanualSkeleton, RobotAction, TeleopStatus
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
@@ -43,7 +42,7 @@ from rynn_common.config_paths import find_config
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
-from rynn_common.qos import RECORDED_STREAM_QOS, STATUS_QOS, TF_QOS
+from rynn_common.qos import LIVE_QOS, RECORDED_STREAM_QOS, STATUS_QOS, TF_QOS
 from rynn_common.ros_conversions import make_bimanual_skeleton, make_diagnostics, make_robot_action, make_teleop_status, seconds_from_time
 from rynn_common.ros_names import (
     ACTION_TOPIC,
@@ -62,7 +61,6 @@ from rynn_retarget.kinematics.transforms import matrix_from_transform
 from rynn_retarget.operator.frame import TRACKER_NAMES, HandSkeleton, OperatorFrame
 from rynn_retarget.pipeline import RetargetPipeline
 
-RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 SIDES = ("left", "right")
 # Guard counters that mean "not used" rather than "invalid" (TeleopStatus.dropped_inputs).
 GUARD_DROPS = {"out_of_order", "missing_tracker", "hand_lost", "stale"}
@@ -103,12 +101,12 @@ class RetargetNode(Node):
         self.pending_ready = threading.Condition()
 
         self.action_pub = self.create_publisher(RobotAction, ACTION_TOPIC, RECORDED_STREAM_QOS)
-        self.command_pub = self.create_publisher(JointState, COMMAND_JOINT_STATES_TOPIC, RELIABLE)
+        self.command_pub = self.create_publisher(JointState, COMMAND_JOINT_STATES_TOPIC, LIVE_QOS)
         self.skeleton_pub = self.create_publisher(BimanualSkeleton, CAMERA_SKELETON_TOPIC, RECORDED_STREAM_QOS)
         self.status_pub = self.create_publisher(TeleopStatus, STATUS_TOPIC, STATUS_QOS)
-        self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, RELIABLE)
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, LIVE_QOS)
         self.create_subscription(TFMessage, TF_TOPIC, self.on_tf, TF_QOS)
-        self.create_subscription(BimanualSkeleton, settings.hands_topic, self.on_hands, RELIABLE)
+        self.create_subscription(BimanualSkeleton, settings.hands_topic, self.on_hands, LIVE_QOS)
         self.create_service(Trigger, "~/calibrate", self.on_calibrate)
         self.create_timer(1.0 / settings.status_rate_hz, self.publish_status)
 

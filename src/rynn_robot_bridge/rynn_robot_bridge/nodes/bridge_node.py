@@ -49,7 +49,7 @@ from rynn_common.config_paths import find_config
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
-from rynn_common.qos import LATCHED_QOS, RECORDED_CAMERA_QOS, RECORDED_STREAM_QOS, STATUS_QOS
+from rynn_common.qos import LATCHED_QOS, LIVE_QOS, RECORDED_CAMERA_QOS, RECORDED_STREAM_QOS, STATUS_QOS
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status
 from rynn_common.ros_names import ACTION_TOPIC, DIAGNOSTICS_TOPIC, JOINT_STATES_TOPIC, MODE_TOPIC, SET_MODE_SERVICE, STATUS_TOPIC
 from rynn_robot_bridge.bridge.camera_router import CameraRouter, FrameFormat, Routed
@@ -107,7 +107,7 @@ class BridgeNode(Node):
         self.joint_state_pub = self.create_publisher(JointState, JOINT_STATES_TOPIC, RECORDED_STREAM_QOS)
         self.mode_pub = self.create_publisher(String, MODE_TOPIC, LATCHED_QOS)
         self.status_pub = self.create_publisher(TeleopStatus, STATUS_TOPIC, STATUS_QOS)
-        self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, LIVE_QOS)
         for source, image_topic, info_topic in (
             (Mode.REAL, settings.real_image_topic, settings.real_camera_info_topic),
             (Mode.DIGITAL, settings.digital_image_topic, settings.digital_camera_info_topic),

@@ -26,6 +26,7 @@ from sensor_msgs.msg import CameraInfo, Image
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
+from rynn_common.qos import LIVE_QOS
 from rynn_common.ros_conversions import make_diagnostics
 from rynn_common.ros_names import DIAGNOSTICS_TOPIC
 from rynn_robot_bridge.realsense_source import CameraSourceError, RealSenseColorStream, RealSenseSettings
@@ -75,7 +76,7 @@ class RealSenseCameraNode(Node):
         self.calibration = self.stream.open()  # CameraSourceError: no device, unreadable file
         self.image_pub = self.create_publisher(Image, f"{prefix}/image_raw", CAMERA_QOS)
         self.info_pub = self.create_publisher(CameraInfo, f"{prefix}/camera_info", CAMERA_QOS)
-        self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, LIVE_QOS)
         self.stats = PipelineStats()  # outputs = frames published; drops: read timeouts; fault: device errors
         self.create_timer(1.0, self._publish_diagnostics)
         self._stop = threading.Event()

@@ -32,7 +32,7 @@ from rynn_common.config_paths import find_config
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
-from rynn_common.qos import LATCHED_QOS, STATUS_QOS
+from rynn_common.qos import LATCHED_QOS, LIVE_QOS, STATUS_QOS
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status
 from rynn_common.ros_names import DIAGNOSTICS_TOPIC, RECORDER_SERVICES, STATUS_TOPIC
 from rynn_robot_bridge.recording.recorder import EpisodeRecorder, RecorderError
@@ -87,7 +87,7 @@ class RecorderNode(Node):
         self.create_service(Trigger, RECORDER_SERVICES["stop"], self._on_stop)
         self.create_service(Trigger, RECORDER_SERVICES["discard"], self._on_discard)
         self.status_pub = self.create_publisher(TeleopStatus, STATUS_TOPIC, STATUS_QOS)
-        self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, LIVE_QOS)
         self.create_timer(1.0 / settings.status_rate_hz, self._publish_status)
         self.create_timer(min(0.25, settings.flush_period_s / 2), self._flush_if_due)
         self.get_logger().info(f"recorder up: {len(settings.topics)} topics -> {self.recorder.output_dir}")

@@ -23,7 +23,7 @@ from rynn_common.description import resolve_urdf_path
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
-from rynn_common.qos import LATCHED_QOS, TF_QOS
+from rynn_common.qos import LATCHED_QOS, LIVE_QOS, TF_QOS
 from rynn_common.ros_conversions import make_diagnostics
 from rynn_common.ros_names import DIAGNOSTICS_TOPIC, JOINT_STATES_TOPIC, ROBOT_DESCRIPTION_TOPIC, TF_STATIC_TOPIC, TF_TOPIC
 from rynn_robot_bridge.robot_state import LinkTransform, RobotStatePublisherCore, RobotStatePublisherSettings, quaternions_xyzw
@@ -67,11 +67,11 @@ class RobotStatePublisherNode(Node):
         self.description_pub = self.create_publisher(String, ROBOT_DESCRIPTION_TOPIC, LATCHED_QOS)
         self.static_pub = self.create_publisher(TFMessage, TF_STATIC_TOPIC, LATCHED_QOS)
         self.tf_pub = self.create_publisher(TFMessage, TF_TOPIC, TF_QOS)
-        self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, LIVE_QOS)
         self.description_pub.publish(String(data=self.core.description))
         static = self.core.static_transforms()
         self.static_pub.publish(stamped_transforms(static, self.get_clock().now().to_msg(), self.prefix))
-        self.create_subscription(JointState, JOINT_STATES_TOPIC, self._on_joint_states, 10)
+        self.create_subscription(JointState, JOINT_STATES_TOPIC, self._on_joint_states, LIVE_QOS)
         self.create_timer(1.0, self._publish_diagnostics)
         self.get_logger().info(
             f"robot state publisher up: {urdf_path.name}, {len(static)} fixed and {len(self.core.moving_joints)} "

@@ -44,19 +44,17 @@ from rynn_common.description import D435I_COLOR
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
-from rynn_common.qos import LATCHED_QOS, STATUS_QOS
+from rynn_common.qos import LATCHED_QOS, LIVE_QOS, STATUS_QOS
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status, seconds_from_time, time_from_seconds
 from rynn_common.ros_names import DIAGNOSTICS_TOPIC, STATUS_TOPIC
-from rynn_robot_bridge.ros_camera import image_to_rgb, make_camera_info, make_image
+from rynn_robot_bridge.ros_camera import CAMERA_QOS, image_to_rgb, make_camera_info, make_image
 from rynn_world.live_session import LiveWorldSession, SessionSettings
 from rynn_world.model.configs import get_config
 from rynn_world.nodes.model_loading import load_streaming_model
 from rynn_world.nodes.world_model_settings import WorldModelNodeSettings
 from rynn_world.skeleton import ControlSample
 
-RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 LATEST_ONLY = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
-CAMERA_QOS = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
 
 
 class WorldModelNode(Node):
@@ -80,7 +78,7 @@ class WorldModelNode(Node):
 
         self.frame_id = settings.frame_id
         control_topic = settings.control_frame_topic
-        self.control_pub = self.create_publisher(Image, control_topic, RELIABLE) if control_topic else None
+        self.control_pub = self.create_publisher(Image, control_topic, LIVE_QOS) if control_topic else None
         session_settings = SessionSettings(
             reanchor_every=settings.reanchor_every,
             skeleton_timeout=settings.skeleton_timeout_s,
@@ -95,8 +93,8 @@ class WorldModelNode(Node):
         self.image_pub = self.create_publisher(Image, settings.image_topic, CAMERA_QOS)
         self.info_pub = self.create_publisher(CameraInfo, settings.camera_info_topic, CAMERA_QOS)
         self.status_pub = self.create_publisher(TeleopStatus, STATUS_TOPIC, STATUS_QOS)
-        self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, RELIABLE)
-        self.create_subscription(BimanualSkeleton, settings.skeleton_topic, self.on_skeleton, RELIABLE)
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, LIVE_QOS)
+        self.create_subscription(BimanualSkeleton, settings.skeleton_topic, self.on_skeleton, LIVE_QOS)
         self.create_subscription(Image, settings.real_image_topic, self.session.offer_real_frame, LATEST_ONLY)
         self.create_subscription(String, settings.mode_topic, self.on_mode, LATCHED_QOS)
         self.create_timer(1.0 / settings.status_rate_hz, self.publish_status)
