@@ -6,7 +6,7 @@ subscribes to the canonical topic (publisher -> bridge -> subscriber) and to the
 direct one (publisher -> subscriber), so both latencies come from the same frames
 in one run. It also plays the robot on LCM (state at 500 Hz, commands recorded)
 and the operator (/rynn/action at 100 Hz), so the bridge streams motion commands.
-The bridge's CPU is read from /proc before and after the camera starts.
+The bridge's CPU (bench_digital_latency.CpuMeter) is measured without and with the camera.
 
 Floods (issue 17 row 10): a separate sender process publishes ``--flood-rate``
 LCM messages/s on the bridge's multicast group for ``--flood-seconds`` each:
@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
-import random
 import signal
 import subprocess
 import sys
@@ -33,14 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bench_digital_latency import REPO, SOURCES, CpuMeter, machine_info  # also sets up sys.path and the ROS environment
 from rynn_common.ros_names import ACTION_TOPIC, CAMERA_FRAME, IMAGE_TOPIC, REAL_IMAGE_TOPIC, STATUS_TOPIC
-
-REPO = Path(__file__).resolve().parents[1]
-SOURCES = [REPO / "src" / p for p in ("rynn_common", "rynn_retarget", "rynn_world_node", "rynn_robot_bridge")]
-sys.path[:0] = [str(p) for p in SOURCES]
-os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(101, 200)))
-os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
 
 WIDTH, HEIGHT, FPS = 640, 480, 30.0
 DIRECT_TOPIC = "/bench/direct/camera/color/image_raw"
@@ -167,21 +159,9 @@ def motion_arrivals(arrivals) -> np.ndarray:
     return np.array([(t, u) for t, u, motion in arrivals if motion], dtype=np.float64)
 
 
-def process_cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def percentiles_ms(values) -> str:
     arr = np.asarray(values) * 1e3
     return f"p50 {np.percentile(arr, 50):7.3f} ms  p99 {np.percentile(arr, 99):7.3f} ms  (n={arr.size})"
-
-
-def machine_info() -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
-    return (f"{cpu}, {os.cpu_count()} cores, load avg {os.getloadavg()[0]:.2f}; Python {platform.python_version()}, "
-            f"{os.environ['RMW_IMPLEMENTATION']}, {platform.platform()}")
 
 
 def main() -> None:
@@ -250,9 +230,10 @@ def main() -> None:
             raise SystemExit("the bridge never streamed motion commands")
         idle_seconds = min(10.0, args.seconds)
         arrivals_before = len(robot.arrivals)
-        cpu_start, wall_start = process_cpu_seconds(bridge.pid), time.monotonic()
+        cpu, wall_start = CpuMeter({"bridge": bridge.pid}), time.monotonic()
+        cpu.start()
         spin_until(lambda: False, idle_seconds)
-        cpu_idle = (process_cpu_seconds(bridge.pid) - cpu_start) / (time.monotonic() - wall_start)
+        cpu_idle = cpu.shares()["bridge"]
         idle_arrivals = motion_arrivals(robot.arrivals[arrivals_before:])
         idle_figures = command_figures(robot.arrivals, wall_start, time.monotonic())
 
@@ -286,10 +267,11 @@ def main() -> None:
             for samples in latencies.values():
                 samples.clear()
             arrivals_before = len(robot.arrivals)
-            cpu_start, wall_start = process_cpu_seconds(bridge.pid), time.monotonic()
+            cpu.start()
+            wall_start = time.monotonic()
             spin_until(lambda: False, args.seconds)
             window = time.monotonic() - wall_start
-            cpu_camera = (process_cpu_seconds(bridge.pid) - cpu_start) / window
+            cpu_camera = cpu.shares()["bridge"]
             camera_arrivals = motion_arrivals(robot.arrivals[arrivals_before:])
     finally:
         for proc in (camera, bridge):
@@ -320,8 +302,8 @@ def main() -> None:
         print(f"bridge callback (offer + publish, from /rynn/status)     p50 {relay.p50 * 1e3:7.3f} ms  p99 {relay.p99 * 1e3:7.3f} ms")
     print(f"frames: direct {len(latencies['direct'])}, bridged {len(latencies['bridge'])} "
           f"(expected ~{FPS * window:.0f} each)")
-    print(f"bridge CPU: {100 * cpu_idle:.1f}% of one core without camera (200 Hz commands, 500 Hz state, 100 Hz actions), "
-          f"{100 * cpu_camera:.1f}% with the 30 FPS relay -> relay costs {100 * (cpu_camera - cpu_idle):.1f}%")
+    print(f"bridge CPU: {cpu_idle:.1f}% of one core without camera (200 Hz commands, 500 Hz state, 100 Hz actions), "
+          f"{cpu_camera:.1f}% with the 30 FPS relay -> relay costs {cpu_camera - cpu_idle:.1f}%")
     for label, arrivals in (("camera off", idle_arrivals), ("camera on ", camera_arrivals)):
         received_period, sent_period = np.diff(arrivals[:, 0]), np.diff(arrivals[:, 1]) * 1e-6
         print(f"200 Hz commands, {label}: |period - 5 ms| at the bridge (utime) {percentiles_ms(np.abs(sent_period - 0.005))}; "

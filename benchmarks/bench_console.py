@@ -14,47 +14,28 @@ with the load; the load average is printed with them.
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import psutil
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "src" / p) for p in ("rynn_common", "rynn_retarget", "rynn_world_node", "rynn_robot_bridge")]
-os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
-
-from bench_bridge import machine_info
+from bench_digital_latency import CpuMeter, machine_info  # also sets up sys.path and the ROS environment
 from rynn_world.console import headless_browser as browser
 from rynn_world.console.graph_session import start_graph
 
 CAMERA_CAPTION = re.compile(r"([\d.]+) FPS, frame age (\d+) ms")
 
 
-def cpu_seconds(processes: list[psutil.Process]) -> float:
-    total = 0.0
-    for process in processes:
-        try:
-            times = process.cpu_times()
-            total += times.user + times.system
-        except psutil.NoSuchProcess:
-            pass
-    return total
+def total_share(meter: CpuMeter) -> float:
+    """Percent of one core the meter's processes used together since ``start()`` (exited ones left out)."""
+    return sum(share for share in meter.shares().values() if share == share)
 
 
-def cpu_share(processes: list[psutil.Process], seconds: float) -> float:
-    """Percent of one core the processes used over the next ``seconds``."""
-    start, started = cpu_seconds(processes), time.monotonic()
-    time.sleep(seconds)
-    return 100.0 * (cpu_seconds(processes) - start) / (time.monotonic() - started)
-
-
-def browser_processes(driver) -> list[psutil.Process]:
+def browser_processes(driver) -> dict[str, int]:
     driver_process = psutil.Process(driver.service.process.pid)
-    return [driver_process, *driver_process.children(recursive=True)]
+    return {f"browser {process.pid}": process.pid for process in [driver_process, *driver_process.children(recursive=True)]}
 
 
 def main() -> None:
@@ -63,20 +44,24 @@ def main() -> None:
     args, graph_arguments = parser.parse_known_args()
     session = start_graph(["mode:=real", "model_config:=tiny", *graph_arguments],
                           Path(tempfile.mkdtemp(prefix="bench_console_")))
-    console = psutil.Process(session.console_pid)
+    console = {"console": session.console_pid}
     try:
         time.sleep(5.0)  # past start-up (imports, URDF load)
-        idle = cpu_share([console], args.seconds)
+        meter = CpuMeter(console)
+        meter.start()
+        time.sleep(args.seconds)
+        idle = total_share(meter)
         driver = browser.start_browser(session.url)
         try:
             caption = browser.wait_for(lambda: CAMERA_CAPTION.search(browser.page_text(driver)), 300.0)
             if caption is None:
                 raise RuntimeError(f"the page never showed the camera:\n{browser.page_text(driver)}")
             time.sleep(5.0)  # subscriptions made, first frames sent
-            chromium = browser_processes(driver)
-            start_browser_cpu = cpu_seconds(chromium)
-            with_browser = cpu_share([console], args.seconds)
-            browser_cpu = 100.0 * (cpu_seconds(chromium) - start_browser_cpu) / args.seconds
+            meter, chromium = CpuMeter(console), CpuMeter(browser_processes(driver))
+            meter.start()
+            chromium.start()
+            time.sleep(args.seconds)
+            with_browser, browser_cpu = total_share(meter), total_share(chromium)
             caption = CAMERA_CAPTION.search(browser.page_text(driver))
         finally:
             driver.quit()

@@ -22,8 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src" / p) for p in ("rynn_common", "rynn_retarget")]
-
+from bench_digital_latency import CpuMeter  # also sets up sys.path
 from rynn_common.ros_names import ACTION_TOPIC
 from rynn_retarget.config import load_retarget_config
 from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig
@@ -65,7 +64,6 @@ def layout_commands(layout: str) -> dict[str, list[str]]:
 
 def node_graph(seconds: float, layout: str) -> None:
     """Start the three operator nodes in ``layout``, record /rynn/action stamps and CPU for ``seconds``."""
-    import psutil
     import rclpy
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from rynn_teleop_msgs.msg import RobotAction
@@ -95,14 +93,12 @@ def node_graph(seconds: float, layout: str) -> None:
         while len(stamps) < 200 and time.monotonic() < deadline:  # discovery + warm-up
             executor.spin_once(timeout_sec=0.05)
         stamps.clear()
-        cpu = {name: psutil.Process(proc.pid) for name, proc in processes.items()}
-        before = {name: sum(p.cpu_times()[:2]) for name, p in cpu.items()}
-        started = time.monotonic()
-        end = started + seconds
+        cpu = CpuMeter({name: proc.pid for name, proc in processes.items()})
+        cpu.start()
+        end = time.monotonic() + seconds
         while time.monotonic() < end:
             executor.spin_once(timeout_sec=0.05)
-        elapsed = time.monotonic() - started
-        shares = {name: 100 * (sum(p.cpu_times()[:2]) - before[name]) / elapsed for name, p in cpu.items()}
+        shares = cpu.shares()
         summarize(f"{layout}: retarget_node over DDS (node stamps)", stamps, seconds,
                   "\n    CPU % of one core: " + ", ".join(f"{n} {v:.1f}" for n, v in shares.items())
                   + f"; total {sum(shares.values()):.1f}")

@@ -4,35 +4,26 @@
 
 The node runs as its own process (as in the graph); this process publishes /joint_states at the
 bridge's rate (100 Hz) with moving positions and counts /tf messages. CPU share = the node's
-user+system time over the window / wall time (one core = 100 %). Prints the machine and its load.
+user+system time over the window / wall time (one core = 100 %; bench_digital_latency.CpuMeter). Prints the
+machine and its load.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import platform
 import random
 import subprocess
 import sys
 import time
-from pathlib import Path
-
-REPO = Path(__file__).resolve().parents[1]
-SOURCES = [str(REPO / "src" / p) for p in ("rynn_common", "rynn_retarget", "rynn_robot_bridge")]
-sys.path[:0] = SOURCES
 
 import numpy as np
 
+from bench_digital_latency import SOURCES, CpuMeter, machine_info  # also sets up sys.path
 from rynn_common.action_layout import joint_names
 from rynn_common.description import default_urdf_path
 from rynn_common.ros_names import JOINT_STATES_TOPIC, TF_TOPIC
 from rynn_robot_bridge.robot_state import RobotStatePublisherCore
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def core_figures(calls: int = 2000) -> None:
@@ -53,7 +44,7 @@ def node_figures(seconds: float, rate_hz: float) -> None:
     from sensor_msgs.msg import JointState
     from tf2_msgs.msg import TFMessage
 
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([*SOURCES, os.environ.get("PYTHONPATH", "")]),
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([*map(str, SOURCES), os.environ.get("PYTHONPATH", "")]),
                ROS_DOMAIN_ID=str(random.randint(120, 200)), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
     os.environ.update({k: env[k] for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")})
     node_proc = subprocess.Popen([sys.executable, "-m", "rynn_robot_bridge.nodes.robot_state_publisher_node"], env=env,
@@ -68,10 +59,11 @@ def node_figures(seconds: float, rate_hz: float) -> None:
         while publisher.get_subscription_count() == 0 and time.monotonic() < deadline:
             rclpy.spin_once(node, timeout_sec=0.05)
         names = joint_names()
-        cpu_start, wall_start = cpu_seconds(node_proc.pid), time.monotonic()
+        cpu = CpuMeter({"robot_state_publisher": node_proc.pid})
+        cpu.start()
         received.clear()
         period, next_send, tick = 1.0 / rate_hz, time.monotonic(), 0
-        while time.monotonic() - wall_start < seconds:
+        while cpu.used()[0] < seconds:
             msg = JointState(name=names, position=list(0.3 * np.sin(tick * 0.01 + np.arange(len(names)))))
             msg.header.stamp = node.get_clock().now().to_msg()
             publisher.publish(msg)
@@ -79,11 +71,10 @@ def node_figures(seconds: float, rate_hz: float) -> None:
             next_send += period
             while time.monotonic() < next_send:
                 rclpy.spin_once(node, timeout_sec=max(0.0, next_send - time.monotonic()))
-        wall = time.monotonic() - wall_start
-        cpu = cpu_seconds(node_proc.pid) - cpu_start
+        wall, used = cpu.used()
         print(f"node: /joint_states {tick / wall:.0f} Hz in, /tf {len(received) / wall:.1f} Hz out "
               f"({len(received[-1].transforms) if received else 0} transforms each), "
-              f"CPU {100 * cpu / wall:.1f} % of one core over {wall:.1f} s")
+              f"CPU {100 * used['robot_state_publisher'] / wall:.1f} % of one core over {wall:.1f} s")
     finally:
         node.destroy_node()
         rclpy.shutdown()
@@ -96,8 +87,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--rate", type=float, default=100.0, help="/joint_states rate (the bridge publishes 100 Hz)")
     args = parser.parse_args()
-    print(f"machine: {platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, Python {platform.python_version()}")
+    print(f"machine: {machine_info()}")
     core_figures()
     node_figures(args.seconds, args.rate)
 
