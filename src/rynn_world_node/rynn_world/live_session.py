@@ -8,6 +8,14 @@ three kinds of callers:
 - one generation thread calls ``run_once`` (anchor or step) and ``wait_for_input`` in a loop;
 - one publishing thread takes frames when due with ``wait_for_frame`` / ``pop_due``.
 
+Anchoring: a real camera frame is a reference only when it shows the robot the operator commanded.
+That holds at the real -> digital switch (until then the real robot executed the commands); after
+it the bridge holds the real robot, so its camera shows the switch pose, and anchoring on it would
+snap the picture back and undo the operator's motion. So the switch anchors on the newest real
+frame and periodic re-anchors (``reanchor_every``) continue from the last generated frame, as
+``StreamingWorldModel.step`` does by itself and evaluation (``stream_clip``) runs it. The bridge
+has no mode in which the real robot follows the commands while the digital camera streams.
+
 Everything is timed on one injected clock, the clock of the skeleton stamps (the node passes its
 ROS clock, tests a fake one), so a frame's age is ``now - stamp``.
 
@@ -167,31 +175,34 @@ class LiveWorldSession:
         if not active:
             return IDLE_WAIT_S
         if epoch != self._anchored_epoch:
-            if not self._anchor(switch=True):
+            if not self._anchor_on_switch():
                 return IDLE_WAIT_S
             self._anchored_epoch = epoch
             if not skeletons and self._held_skeleton is not None:
                 skeletons = [self._held_skeleton]  # the anchor emptied the clock: start from the newest skeleton
         elif self.model.reanchor_due:
-            self._anchor(switch=False)
+            with self.stats.timed("reanchor"):
+                self.model.reset(keep_clock=True)  # the last generated frame, as step() would (see SessionSettings)
         self._push(skeletons)
         wait = self._wait_before_step(live)
         if wait > 0:
             return wait
         return self._step(epoch, live)
 
-    def _anchor(self, switch: bool) -> bool:
-        """Reset on the newest real frame; otherwise, on a switch, continue from the last generated
-        frame or the file reference, and periodically from the last generated frame."""
+    def _anchor_on_switch(self) -> bool:
+        """Start a digital stream on the newest real frame (until the switch the real robot executed
+        the commands, so its camera shows the commanded robot), else continue from the last generated
+        frame or the file reference. The only place a real frame becomes a reference: after the
+        switch the real robot holds its pose, and anchoring on it would undo the operator's motion."""
         reference = self._newest_real_rgb()
-        if reference is None and switch:
+        if reference is None:
             reference = self.model.last_frame if self.model.last_frame is not None else self.file_reference
             if reference is None:
                 self.stats.set_fault("no_reference", "no reference image: set reference_image or publish the real camera")
                 return False
         self.stats.clear_fault("no_reference")
         with self.stats.timed("reanchor"):
-            self.model.reset(reference, keep_clock=not switch)
+            self.model.reset(reference)
         return True
 
     def _newest_real_rgb(self) -> np.ndarray | None:

@@ -170,18 +170,35 @@ def run_blocks(session, clock, blocks: int, on_block=lambda block: None) -> list
     return anchors
 
 
-def test_periodic_reanchor_chunks_hold_exactly_reanchor_every_frames_on_the_newest_real_frame(clock):
+def test_periodic_reanchors_continue_from_the_last_generated_frame_never_from_the_held_real_robot(clock):
+    """In digital mode the bridge holds the real robot, so its camera keeps showing the pose of the
+    switch, not the operator's motion. Only the switch anchors on a real frame; every periodic
+    re-anchor of a 13-frame chunk (1 reference + 3 blocks of 4) starts from the frame the stream
+    showed last."""
     session, stats, converted = make_session(clock, reanchor_every=13)
+    resets = []  # (the stream's last frame before the reset, the reference after it)
+    reset = session.model.reset
 
-    def scene_moves(block):
-        if block == 1:
-            session.offer_real_frame(real_frame(90))  # only converted when the next anchor uses it
+    def recorded_reset(*args, **kwargs):
+        before = session.model.last_frame
+        reset(*args, **kwargs)
+        resets.append((None if before is None else before.copy(), session.model.last_frame.copy()))
 
+    session.model.reset = recorded_reset
     session.offer_real_frame(real_frame(10))
     session.set_mode("digital")
-    # 1 reference + 3 blocks of 4 = 13 frames per chunk: blocks 0-2, 3-5, 6 start chunks 1, 2, 3.
-    assert run_blocks(session, clock, 7, scene_moves) == [1, 1, 1, 2, 2, 2, 3]
-    assert converted == [10, 90]
+
+    def held_robot_camera(block):
+        if block > 0:  # after the switch anchor: a new frame of the held robot every block
+            session.offer_real_frame(real_frame(90))
+
+    assert run_blocks(session, clock, 7, held_robot_camera) == [1, 1, 1, 2, 2, 2, 3]
+    assert converted == [10], "a frame of the held real robot was converted to anchor on"
+    assert len(resets) == 3
+    np.testing.assert_array_equal(resets[0][1], np.full((64, 64, 3), 10, np.uint8))
+    for before, reference in resets[1:]:
+        np.testing.assert_array_equal(reference, before)
+        assert np.abs(reference.astype(int) - 90).max() > 0
 
 
 def test_the_default_81_frame_chunk_is_the_reference_plus_20_blocks(clock):

@@ -159,3 +159,56 @@ def test_without_any_reference_the_node_reports_a_fault_and_publishes_nothing(ro
     assert wait_until(fault_reported, 60.0, spin=ros_node.spin_once), read_log(world_model)
     assert statuses[-1].mode == TeleopStatus.MODE_DIGITAL
     assert not images
+
+
+def test_digital_mode_never_anchors_on_the_held_real_robots_camera(ros_node, world_model):
+    """After the switch the bridge holds the real robot, so its camera no longer shows what the
+    operator commands. The node anchors on a real frame at the switch and never again while
+    digital: the held camera's frames here are unreadable (yuv422), so a node that converted one
+    for a periodic re-anchor (every 12 frames: 2 blocks) would count a rejected real_image."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from rynn_teleop_msgs.msg import BimanualSkeleton
+    from sensor_msgs.msg import Image
+    from std_msgs.msg import String
+
+    from rynn_common.ros_conversions import time_from_seconds
+
+    images, diagnostics = [], []
+    ros_node.create_subscription(Image, "/rynn/digital/camera/color/image_raw", images.append, RELIABLE)
+    ros_node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, RELIABLE)
+    mode_pub = ros_node.create_publisher(String, "/rynn/mode", MODE_QOS)
+    real_pub = ros_node.create_publisher(Image, "/rynn/real/camera/color/image_raw", RELIABLE)
+    skeleton_pub = ros_node.create_publisher(BimanualSkeleton, "/rynn/operator/skeleton_camera", RELIABLE)
+    mode_pub.publish(String(data="real"))
+    assert wait_until(lambda: real_pub.get_subscription_count() > 0, 30.0, spin=ros_node.spin_once), read_log(world_model)
+    held_camera, last_frame, skeletons_from, sent = False, 0.0, None, 0
+
+    def feed_and_spin():
+        """The real camera at 10 Hz (unreadable once held) and, once started, skeletons at 30 Hz."""
+        nonlocal last_frame, sent
+        now = ros_node.get_clock().now().nanoseconds * 1e-9
+        if now - last_frame > 0.1:
+            frame = real_frame(ros_node, 200)
+            if held_camera:
+                frame.encoding = "yuv422"
+            real_pub.publish(frame)
+            last_frame = now
+        while skeletons_from is not None and skeletons_from + sent / 30.0 <= now:
+            skeleton_pub.publish(skeleton(ros_node, time_from_seconds(skeletons_from + sent / 30.0)))
+            sent += 1
+        ros_node.spin_once(0.01)
+
+    mode_pub.publish(String(data="digital"))
+    skeletons_from = ros_node.get_clock().now().nanoseconds * 1e-9
+    # The first frames: the switch anchor has taken a (readable) real frame.
+    assert wait_until(lambda: len(images) >= 4, 90.0, spin=feed_and_spin), read_log(world_model)
+    held_camera = True
+    anchored = len(images)
+    # 24 frames are 6 blocks: at least 2 periodic re-anchors, each a chance to read the held camera.
+    assert wait_until(lambda: len(images) >= anchored + 24, 120.0, spin=feed_and_spin), read_log(world_model)
+    diagnostics.clear()
+    assert wait_until(lambda: diagnostics, 10.0, spin=feed_and_spin)
+    values = {kv.key: kv.value for d in diagnostics for s in d.status for kv in s.values}
+    assert float(values["reanchor.p50_ms"]) > 0.0
+    assert "rejected.real_image" not in values, "a periodic re-anchor read the held real robot's camera"
+    assert "ignoring a real camera frame" not in read_log(world_model)

@@ -11,9 +11,9 @@ to the canonical camera topics: rgb8, resized to the configured camera
 resolution, frame ``camera_color_optical_frame``, the camera's intrinsics,
 stamped with the time each frame represents (its skeleton's clock tick).
 
-A thin shell: pacing, anchoring (on a real -> digital switch and every
-``reanchor_every`` frames, on the newest real frame when one exists) and frame
-scheduling live in ``rynn_world.live_session.LiveWorldSession``; this node only
+A thin shell: pacing, anchoring (on the newest real frame at a real -> digital
+switch; while digital the real robot holds, so periodic re-anchors continue from
+the last generated frame) and frame scheduling live in ``rynn_world.live_session.LiveWorldSession``; this node only
 converts messages, runs the session's generation and publishing threads, and
 publishes. Callbacks never wait for a generation step. Frames that cannot be
 shown in time are dropped and counted; generation that fails stops the stream
