@@ -202,7 +202,7 @@ class LiveWorldSession:
                 return False
         self.stats.clear_fault("no_reference")
         with self.stats.timed("reanchor"):
-            self.model.reset(reference)
+            self.model.reset(reference, keep_clock=False)  # a new stream: its clock starts at the next skeleton
         return True
 
     def _newest_real_rgb(self) -> np.ndarray | None:
