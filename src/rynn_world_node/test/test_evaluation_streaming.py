@@ -69,3 +69,18 @@ def test_evaluation_frames_are_the_live_sessions():
     never_reanchored = stream_clip(transformer, vae, CFG, reference, control, seed=3, reanchor_every=None)
     assert np.abs(never_reanchored[8:].astype(int) - evaluated[8:]).max() > 0, "re-anchoring changes the frames"
     np.testing.assert_array_equal(never_reanchored[:8], evaluated[:8])
+
+
+def test_a_replayed_episode_re_anchors_on_its_real_frame_of_that_instant():
+    """anchor_frames[k] is the scene at time k / fps: given the stream's own frames it re-anchors
+    exactly as on the last generated frame (an index off by one would differ); given other frames,
+    only the frames after the first re-anchor change."""
+    transformer, vae, reference, control = _clip()
+    generated = stream_clip(transformer, vae, CFG, reference, control, seed=3, reanchor_every=REANCHOR)
+    own = np.concatenate([reference[None], generated])
+    np.testing.assert_array_equal(
+        stream_clip(transformer, vae, CFG, reference, control, seed=3, reanchor_every=REANCHOR, anchor_frames=own), generated)
+    other = np.full_like(own, 255)
+    replayed = stream_clip(transformer, vae, CFG, reference, control, seed=3, reanchor_every=REANCHOR, anchor_frames=other)
+    np.testing.assert_array_equal(replayed[: REANCHOR - 1], generated[: REANCHOR - 1])
+    assert np.abs(replayed[REANCHOR - 1:].astype(int) - generated[REANCHOR - 1:]).max() > 0
