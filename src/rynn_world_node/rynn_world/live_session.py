@@ -45,11 +45,13 @@ IDLE_WAIT_S = 0.1  # how long the generation thread sleeps when nothing can happ
 
 @dataclass(frozen=True)
 class SessionSettings:
-    # Frames per chunk, the reference included: the reference + 8 blocks of 4 (2 s at 16 FPS), not the
-    # paper's 81. benchmarks/bench_ab_fidelity.py (embedded_cpu, no re-anchoring) measured the drift:
-    # PSNR against the real camera falls 1.5-3.4 dB over the first 2 s and levels off by 4 s, so an
-    # 81-frame (5 s) chunk re-anchors only after the drift is complete; 33 bounds it to the first drop.
-    reanchor_every: int = 33
+    # Frames per chunk, the reference included (None: never re-anchor): the reference + 8 blocks of 4
+    # (2 s at 16 FPS). Digital-mode re-anchors continue from the last generated frame (the real robot
+    # holds; module docstring), so they cannot remove drift, only restart the context on the current
+    # picture. 33 was chosen when re-anchors took the real camera (bench_ab_fidelity's drift falls
+    # 1.5-3.4 dB over the first 2 s); benchmarks/bench_reanchor_policy.py measures whether the
+    # generated-frame re-anchor beats none.
+    reanchor_every: int | None = 33
     skeleton_timeout: float = 0.5  # [s] without a skeleton the stream holds the last one, paced by the clock
     max_frame_age: float = 0.5  # [s] a frame older than this when due is dropped
     publish_interval: float | None = None  # [s] between a block's frames; None: a quarter of a model period

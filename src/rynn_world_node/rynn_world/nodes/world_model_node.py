@@ -80,7 +80,7 @@ class WorldModelNode(Node):
         control_topic = settings.control_frame_topic
         self.control_pub = self.create_publisher(Image, control_topic, LIVE_QOS) if control_topic else None
         session_settings = SessionSettings(
-            reanchor_every=settings.reanchor_every,
+            reanchor_every=settings.reanchor_every or None,
             skeleton_timeout=settings.skeleton_timeout_s,
             max_frame_age=settings.max_frame_age_s,
             publish_interval=settings.publish_interval_s or None,

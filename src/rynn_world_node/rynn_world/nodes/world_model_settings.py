@@ -26,7 +26,7 @@ class WorldModelNodeSettings:
     decoder: str = "auto"  # auto: the checkpoint's distilled tiny decoder on the CPU, else the VAE's ("vae", "tiny")
     seed: int = 0
     reference_image: str = ""  # an image file to anchor on before any real frame arrives
-    reanchor_every: int = SessionSettings.reanchor_every  # frames per chunk, the reference included (why: SessionSettings)
+    reanchor_every: int = SessionSettings.reanchor_every or 0  # frames per chunk, the reference included; 0 = never (why: SessionSettings)
     follow_mode: bool = True  # stream only while /rynn/mode is "digital" (false: always)
     camera_width: int = D435I_COLOR.width
     camera_height: int = D435I_COLOR.height

@@ -96,8 +96,9 @@ action-grounding gap). {verdict}.
 ## Limits
 - Trained on {config.width}x{config.height} simulation only: the MuJoCo scenes' lighting, objects and the
   robot's appearance; real camera images are out of distribution.
-- Small enough for two CPU cores; detail is blurred (fingers, object edges) and long streams drift
-  until the node re-anchors on a real frame (every {SessionSettings.reanchor_every} frames).
+- Small enough for two CPU cores; detail is blurred (fingers, object edges) and long streams drift:
+  in digital mode the real robot holds, so only the switch anchors on a real frame (later re-anchors,
+  every {SessionSettings.reanchor_every} frames, continue from the last generated frame).
 - LPIPS/FVD are not reported: their backbone weights cannot be downloaded on the build machines.
 
 License: Apache-2.0, as the rest of rynn_world.
