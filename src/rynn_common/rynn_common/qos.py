@@ -20,10 +20,12 @@ listener; ``/tf`` is a recorded stream.
 
 ``LIVE_QOS``: every other endpoint: live readers of the graph's streams (the retarget node's glove
 input, the world model's skeleton input, robot_state_publisher's /joint_states, the demo's camera
-and status readers) and writers that are not recorded (``/diagnostics``, the debug topics). Reliable, because these readers use every
-sample (the retargeter solves each glove sample, the world model's frame clock resamples every
-skeleton); 10 deep (rclpy's usual depth), because a live consumer that fell behind wants the
-newest samples, not a backlog (the recorder, which wants all of them, keeps its own 500).
+and status readers) and writers that are not recorded (``/diagnostics``, the debug topics).
+Reliable, because these readers use every sample (the retargeter solves each glove sample, the
+world model's frame clock resamples every skeleton); 10 deep (rclpy's usual depth), because a live
+consumer that fell behind wants the newest samples, not a backlog (the recorder keeps its own 500).
+For now also the glove node's recorded ``/rynn/operator/hands`` writer, which by the rule above
+should take ``RECORDED_STREAM_QOS`` (not switched: it could not be tested under load).
 """
 
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy

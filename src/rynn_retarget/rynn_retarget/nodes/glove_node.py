@@ -10,7 +10,7 @@ from __future__ import annotations
 from rynn_teleop_msgs.msg import BimanualSkeleton
 
 from rynn_common.node_runner import run_node
-from rynn_common.qos import RECORDED_STREAM_QOS
+from rynn_common.qos import LIVE_QOS
 from rynn_common.ros_conversions import make_bimanual_skeleton
 from rynn_retarget.nodes.operator_input import OperatorInputNode
 from rynn_retarget.operator.feed import GloveNodeSettings
@@ -25,7 +25,7 @@ class GloveNode(OperatorInputNode):
         super().__init__("glove_node", **node_options)
         self.frames = {"left": self.settings.frames.left_wrist, "right": self.settings.frames.right_wrist}
         topic = self.settings.topic
-        self.publisher = self.create_publisher(BimanualSkeleton, topic, RECORDED_STREAM_QOS)  # the recorder records it
+        self.publisher = self.create_publisher(BimanualSkeleton, topic, LIVE_QOS)
         self.start_feed()
         self.get_logger().info(
             f"publishing hands from source '{self.settings.source}' at {self.settings.rate_hz:g} Hz on {topic}"
