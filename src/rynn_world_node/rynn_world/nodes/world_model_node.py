@@ -47,7 +47,7 @@ from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.qos import LATCHED_QOS, LIVE_QOS, STATUS_QOS
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status, seconds_from_time, time_from_seconds
 from rynn_common.ros_names import DIAGNOSTICS_TOPIC, STATUS_TOPIC
-from rynn_robot_bridge.ros_camera import CAMERA_QOS, image_to_rgb, make_camera_info, make_image
+from rynn_robot_bridge.ros_camera import image_to_rgb, make_camera_info, make_image
 from rynn_world.live_session import LiveWorldSession, SessionSettings
 from rynn_world.model.configs import get_config
 from rynn_world.nodes.model_loading import load_streaming_model
@@ -55,6 +55,7 @@ from rynn_world.nodes.world_model_settings import WorldModelNodeSettings
 from rynn_world.skeleton import ControlSample
 
 LATEST_ONLY = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
+CAMERA_QOS = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
 
 
 class WorldModelNode(Node):
