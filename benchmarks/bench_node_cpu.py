@@ -9,7 +9,9 @@ work ran beside it (as long as the graph keeps its rates: the /rynn/action rate 
 
 ``--profile NAME`` also samples that process (e.g. ``operator``, ``rynn_recorder``) with py-spy
 over the window (Python frames of running threads, without pausing the process) and prints the
-functions with the most samples, by own time and by time including callees.
+functions with the most samples, by own time and by time including callees, and the CPU each of its
+threads used (py-spy's samples also count threads that wait in a call it cannot see as idle, the
+thread CPU times do not).
 
     .venv/bin/python benchmarks/bench_node_cpu.py [--seconds 20] [--warmup 8] [--profile operator] [name:=value ...]
 """
@@ -18,12 +20,15 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_digital_latency import STARTED, CpuMeter, call, is_budgeted, launch_command, machine_info, start_graph
@@ -37,6 +42,37 @@ def start_profile(pid: int, seconds: float, output: Path) -> subprocess.Popen:
     return subprocess.Popen([str(py_spy), "record", "--pid", str(pid), "--duration", str(int(seconds)), "--rate", "200",
                              "--format", "raw", "--threads", "--nonblocking", "--output", str(output)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def thread_seconds(pid: int) -> dict[int, float]:
+    """CPU seconds (user + system) of each thread of the process, by OS thread id."""
+    return {thread.id: thread.user_time + thread.system_time for thread in psutil.Process(pid).threads()}
+
+
+def thread_names(pid: int) -> dict[int, str]:
+    """OS thread id -> Python thread name (py-spy dump); threads Python did not start are named by /proc."""
+    names = {}
+    for tid in thread_seconds(pid):
+        try:
+            names[tid] = "native: " + Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+        except OSError:
+            names[tid] = "native (exited)"
+    dump = subprocess.run([str(Path(sys.executable).with_name("py-spy")), "dump", "--json", "--nonblocking", "--pid",
+                           str(pid)], capture_output=True, text=True, timeout=60)
+    for thread in json.loads(dump.stdout or "[]"):
+        if thread.get("os_thread_id") is not None:
+            names[thread["os_thread_id"]] = thread.get("thread_name") or f"python thread {thread['os_thread_id']}"
+    return names
+
+
+def print_threads(before: dict[int, float], after: dict[int, float], names: dict[int, str], elapsed: float) -> None:
+    by_name = collections.Counter()
+    for tid, seconds in after.items():
+        by_name[names.get(tid, f"thread {tid}")] += seconds - before.get(tid, 0.0)
+    print("  CPU per thread (% of a core):")
+    for name, seconds in by_name.most_common():
+        if seconds > 0:
+            print(f"    {100 * seconds / elapsed:6.1f}  {name}")
 
 
 def print_profile(raw: Path, top: int = 25) -> None:
@@ -99,13 +135,17 @@ def main() -> None:
                 executor.spin_once(timeout_sec=0.05)
             raw_profile = log_dir / "profile.txt"
             profiler = start_profile(processes[options.profile], options.seconds, raw_profile) if options.profile else None
+            profiled = processes.get(options.profile)
+            names = thread_names(profiled) if profiled else {}
             cpu = CpuMeter(processes)
             actions.clear()
+            threads_before = thread_seconds(profiled) if profiled else {}
             cpu.start()
             window_end = time.monotonic() + options.seconds
             while time.monotonic() < window_end:
                 executor.spin_once(timeout_sec=0.05)
             elapsed, used = cpu.used()
+            threads_after = thread_seconds(profiled) if profiled else {}
             call(executor, node.create_client(Trigger, RECORDER_SERVICES["stop"]), Trigger.Request())
             if profiler is not None:
                 _, errors = profiler.communicate(timeout=options.seconds + 60)
@@ -130,6 +170,7 @@ def main() -> None:
               f"% of a core (issue 12 budget: <= 35)")
         if options.profile:
             print(f"\nprofile of {options.profile} (pid {processes[options.profile]}), py-spy, {options.seconds:g} s:")
+            print_threads(threads_before, threads_after, names, elapsed)
             print_profile(raw_profile)
         print(f"machine at the end: {machine_info()}")
 
