@@ -10,13 +10,15 @@ from __future__ import annotations
 import numpy as np
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import Point
+from geometry_msgs.msg import Point, TransformStamped
 from rynn_teleop_msgs.msg import BimanualSkeleton, HandSkeleton, RobotAction, StageLatency, TeleopStatus
 from std_msgs.msg import Header
+from tf2_msgs.msg import TFMessage
 
 from rynn_common.action_layout import validate_action
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.ros_names import BASE_FRAME
+from rynn_common.rotations import quaternions_xyzw
 
 NUM_HAND_JOINTS = 21
 SIDE_CODES = {"left": HandSkeleton.LEFT, "right": HandSkeleton.RIGHT}
@@ -50,6 +52,28 @@ def make_robot_action(
 def robot_action_to_array(msg: RobotAction) -> np.ndarray:
     """The validated (54,) float64 joint vector of a received RobotAction."""
     return validate_action(msg.positions)
+
+
+def make_tf_message(frames: list[tuple[str, str]], matrices, stamp: Time, reuse: TFMessage | None = None) -> TFMessage:
+    """A TFMessage of the (parent, child) ``frames`` at their (n, 4, 4) poses, all stamped ``stamp``.
+
+    ``reuse``, when it holds the same frames in the same order, is refilled in place (building 54
+    TransformStamped anew took 2.3 ms a message, refilling 0.17): trackers and robot TF go out at 20-120 Hz.
+    """
+    if reuse is None or [(m.header.frame_id, m.child_frame_id) for m in reuse.transforms] != frames:
+        reuse = TFMessage(transforms=[TransformStamped(header=Header(frame_id=parent), child_frame_id=child)
+                                      for parent, child in frames])
+    matrices = np.asarray(matrices, dtype=np.float64).reshape(-1, 4, 4)
+    if len(matrices) != len(frames):
+        raise ValueError(f"{len(frames)} frames but {len(matrices)} poses")
+    for message, (x, y, z), (qx, qy, qz, qw) in zip(
+        reuse.transforms, matrices[:, :3, 3].tolist(), quaternions_xyzw(matrices[:, :3, :3]).tolist()
+    ):
+        message.header.stamp = stamp
+        translation, rotation = message.transform.translation, message.transform.rotation
+        translation.x, translation.y, translation.z = x, y, z
+        rotation.x, rotation.y, rotation.z, rotation.w = qx, qy, qz, qw
+    return reuse
 
 
 def make_hand_skeleton(
@@ -107,14 +131,17 @@ def make_bimanual_skeleton(
     right_elbow=None,
     left_frame_id: str | None = None,
     right_frame_id: str | None = None,
+    reuse: BimanualSkeleton | None = None,
 ) -> BimanualSkeleton:
     """Both hands under one stamp; elbows are optional (None = unknown).
 
     Each hand is in ``frame_id`` unless its own frame is given (gloves report
-    wrist-relative points, each in its wrist tracker's frame).
+    wrist-relative points, each in its wrist tracker's frame). ``reuse``: refill this
+    message (a node's previous one) instead of building 2 x 21 Points anew.
     """
     header = make_header(stamp, frame_id)
-    msg = BimanualSkeleton(header=header)
+    msg = BimanualSkeleton() if reuse is None else reuse
+    msg.header = header
     make_hand_skeleton(
         "left", left_joints, header.stamp, left_frame_id or frame_id, left_confidence, left_valid, into=msg.left
     )

@@ -90,3 +90,34 @@ def test_status_and_diagnostics_report_counters_latencies_and_faults():
     assert diag.level == DiagnosticStatus.ERROR and "250 ms" in diag.message
     stats.clear_fault("stale")
     assert not ros_conversions.make_teleop_status(stats, "r", 0, stamp).faults
+
+
+def test_tf_message_carries_each_pose_and_is_refilled_in_place_only_for_the_same_frames():
+    from builtin_interfaces.msg import Time
+    from transforms3d.euler import euler2mat
+
+    from rynn_common.rotations import quaternions_xyzw
+
+    poses = np.tile(np.eye(4), (2, 1, 1))
+    poses[0, :3, :3], poses[0, :3, 3] = euler2mat(0.3, -0.2, 1.1), (0.1, -0.2, 1.3)
+    poses[1, :3, 3] = (-0.5, 0.0, 2.0)
+    frames = [("operator_world", "operator_chest"), ("operator_world", "operator_left_wrist")]
+    first = ros_conversions.make_tf_message(frames, poses, Time(sec=5, nanosec=7))
+    read = lambda msg: [(t.header.frame_id, t.child_frame_id, t.header.stamp.sec, t.header.stamp.nanosec,  # noqa: E731
+                         [t.transform.translation.x, t.transform.translation.y, t.transform.translation.z],
+                         [t.transform.rotation.x, t.transform.rotation.y, t.transform.rotation.z, t.transform.rotation.w])
+                        for t in msg.transforms]
+    expected_q = quaternions_xyzw(poses[:, :3, :3])
+    for (parent, child, sec, nanosec, xyz, q), frame, pose, q_expected in zip(read(first), frames, poses, expected_q, strict=True):
+        assert (parent, child, sec, nanosec) == (*frame, 5, 7)
+        np.testing.assert_allclose(xyz, pose[:3, 3])
+        np.testing.assert_allclose(q, q_expected)
+
+    poses[1, :3, 3] = (0.25, 0.5, 0.75)
+    again = ros_conversions.make_tf_message(frames, poses, Time(sec=6), reuse=first)
+    assert again is first and [row[2] for row in read(again)] == [6, 6]
+    np.testing.assert_allclose(read(again)[1][4], [0.25, 0.5, 0.75])
+    other = ros_conversions.make_tf_message(frames[:1], poses[:1], Time(sec=7), reuse=first)
+    assert other is not first and [row[1] for row in read(other)] == ["operator_chest"]
+    with pytest.raises(ValueError, match="2 frames but 1 poses"):
+        ros_conversions.make_tf_message(frames, poses[:1], Time(sec=8))

@@ -10,8 +10,9 @@ import yaml
 from ros_test_tools import read_log, wait_until
 from rynn_common.action_layout import joint_names
 from rynn_common.description import default_urdf_path
+from rynn_common.rotations import quaternions_xyzw
 from rynn_retarget.kinematics.robot_model import frame_pose, load_model
-from rynn_robot_bridge.robot_state import RobotStatePublisherCore, quaternions_xyzw
+from rynn_robot_bridge.robot_state import RobotStatePublisherCore
 
 CAMERA = "camera_color_optical_frame"
 TIMEOUT = 60.0
@@ -69,19 +70,6 @@ def test_bad_joint_states_are_counted_not_used(core):
     assert [t.joint for t in core.update(["left_arm_joint1", "tail_joint"], [0.2, 1.0])] == ["left_arm_joint1"]
     np.testing.assert_allclose(core.update(["left_arm_joint1"], [0.2])[0].matrix, before)
     assert core.drops == {"NaN/inf position": 1, "names/positions length mismatch": 1, "unknown joint": 1}
-
-
-def test_vectorised_quaternions_match_transforms3d_one_by_one():
-    """Random rotations and the 180-degree turns about each axis (where w = 0 and one case must be chosen)."""
-    from transforms3d.euler import euler2mat
-    from transforms3d.quaternions import mat2quat
-
-    rng = np.random.default_rng(3)
-    rotations = np.stack([euler2mat(*rng.uniform(-np.pi, np.pi, 3)) for _ in range(500)]
-                         + [np.eye(3), np.diag([1.0, -1.0, -1.0]), np.diag([-1.0, 1.0, -1.0]), np.diag([-1.0, -1.0, 1.0])])
-    expected = np.array([np.roll(mat2quat(matrix), -1) for matrix in rotations])  # w, x, y, z -> x, y, z, w
-    expected[expected[:, 3] < 0] *= -1
-    np.testing.assert_allclose(quaternions_xyzw(rotations), expected, atol=1e-12)
 
 
 def test_a_reused_tf_message_is_refilled_with_the_new_transforms(core):

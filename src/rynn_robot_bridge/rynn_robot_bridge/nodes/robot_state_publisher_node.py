@@ -11,12 +11,10 @@ joint states (NaN/inf, length mismatch) and unknown joint names are counted on `
 
 from __future__ import annotations
 
-import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
-from geometry_msgs.msg import TransformStamped
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Header, String
+from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 from rynn_common.description import resolve_urdf_path
@@ -24,30 +22,18 @@ from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.qos import LATCHED_QOS, LIVE_QOS, TF_QOS
-from rynn_common.ros_conversions import make_diagnostics
+from rynn_common.ros_conversions import make_diagnostics, make_tf_message
 from rynn_common.ros_names import DIAGNOSTICS_TOPIC, JOINT_STATES_TOPIC, ROBOT_DESCRIPTION_TOPIC, TF_STATIC_TOPIC, TF_TOPIC
-from rynn_robot_bridge.robot_state import LinkTransform, RobotStatePublisherCore, RobotStatePublisherSettings, quaternions_xyzw
+from rynn_robot_bridge.robot_state import LinkTransform, RobotStatePublisherCore, RobotStatePublisherSettings
 
 NODE_NAME = "robot_state_publisher"
 
 
 def stamped_transforms(transforms: list[LinkTransform], stamp, prefix: str = "",
                        reuse: TFMessage | None = None) -> TFMessage:
-    """``transforms`` as a TFMessage; ``reuse``, when it holds the same frames in the same order, is
-    refilled in place (building 54 TransformStamped anew took 2.3 ms a message, refilling 0.17)."""
+    """``transforms`` as a TFMessage (``reuse``: refilled in place when it holds the same frames)."""
     frames = [(prefix + t.parent, prefix + t.child) for t in transforms]
-    if reuse is None or [(m.header.frame_id, m.child_frame_id) for m in reuse.transforms] != frames:
-        reuse = TFMessage(transforms=[TransformStamped(header=Header(frame_id=parent), child_frame_id=child)
-                                      for parent, child in frames])
-    matrices = np.stack([t.matrix for t in transforms]) if transforms else np.zeros((0, 4, 4))
-    for message, (x, y, z), (qx, qy, qz, qw) in zip(
-        reuse.transforms, matrices[:, :3, 3].tolist(), quaternions_xyzw(matrices[:, :3, :3]).tolist()
-    ):
-        message.header.stamp = stamp
-        translation, rotation = message.transform.translation, message.transform.rotation
-        translation.x, translation.y, translation.z = x, y, z
-        rotation.x, rotation.y, rotation.z, rotation.w = qx, qy, qz, qw
-    return reuse
+    return make_tf_message(frames, [t.matrix for t in transforms], stamp, reuse)
 
 
 class RobotStatePublisherNode(Node):
