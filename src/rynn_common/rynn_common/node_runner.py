@@ -12,7 +12,8 @@ executors rebuild a wait set in Python for every message. It installs its own
 SIGINT/SIGTERM handlers when made; the runner puts its flag-setting ones back.
 ``run_components`` puts several nodes in one process on one executor, as ROS 2
 component containers do (the graph's ``containers``), so they share one
-interpreter, one DDS participant and one executor instead of one each.
+interpreter, one DDS participant and one executor instead of one each; a topic one of them
+publishes and another subscribes is delivered in-process (rynn_common.local_delivery).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
+from rynn_common.local_delivery import connect_local
+
 SPIN_CHECK_S = 0.1  # how often the spin loop looks at the stop flag
 
 
@@ -37,9 +40,10 @@ def run_node(make_node: Callable[[], Node], args=None, threads: int = 1) -> None
 
 
 def run_components(factories: list[Callable[[], Node]], args=None, threads: int = 1,
-                   on_ready: Callable[[list[Node]], None] | None = None) -> None:
-    """Create every node in order on one executor, call ``on_ready(nodes)``, spin until a
-    signal or an external shutdown, then destroy them in reverse order and shut rclpy down."""
+                   on_ready: Callable[[list[Node], list[str]], None] | None = None) -> None:
+    """Create every node in order, link their in-process topics (``connect_local``), put them on one
+    executor, call ``on_ready(nodes, linked topics)``, spin until a signal or an external shutdown,
+    then destroy them in reverse order and shut rclpy down."""
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     stop = threading.Event()
 
@@ -55,9 +59,11 @@ def run_components(factories: list[Callable[[], Node]], args=None, threads: int 
         stop_on_signals()  # again: the EventsExecutor replaced them with its own
         for make_node in factories:
             nodes.append(make_node())
-            executor.add_node(nodes[-1])
+        linked = connect_local(nodes)  # before the executor spins them: it destroys subscriptions
+        for node in nodes:
+            executor.add_node(node)
         if on_ready is not None:
-            on_ready(nodes)
+            on_ready(nodes, linked)
         while not stop.is_set() and rclpy.ok():
             executor.spin_once(timeout_sec=SPIN_CHECK_S)
     except ExternalShutdownException:

@@ -1,4 +1,6 @@
-"""The synthetic operator drives the retarget node over DDS, each node in its own process.
+"""The synthetic operator drives the retarget node over DDS, each node in its own process, and the
+same with the three composed in one container process, where the retarget node gets the tracker
+and glove messages in-process (rynn_common.local_delivery) and they still reach DDS.
 
 Asserts that the commanded arms reproduce the operator's wrist targets through
 the scale and calibration chain, that the right hand closes when the synthetic
@@ -33,8 +35,14 @@ def finger_openness(joints) -> float:
     return float(np.linalg.norm(points[[8, 12, 16, 20]] - points[0], axis=1).mean())
 
 
-@pytest.fixture
-def operator_graph(start_process):
+@pytest.fixture(params=["separate", "composed"])
+def operator_graph(request, start_process):
+    if request.param == "composed":
+        node = "--node"
+        return [start_process(["-m", "rynn_world.launcher.container", "operator",
+                               node, "rynn_retarget.nodes.tracker_node", "--ros-args", *SOURCE_ARGS,
+                               node, "rynn_retarget.nodes.glove_node", "--ros-args", *SOURCE_ARGS,
+                               node, "rynn_retarget.nodes.retarget_node"], "operator")]
     procs = [
         start_process(["-m", "rynn_retarget.nodes.tracker_node", "--ros-args", *SOURCE_ARGS], "tracker"),
         start_process(["-m", "rynn_retarget.nodes.glove_node", "--ros-args", *SOURCE_ARGS], "glove"),
@@ -79,7 +87,8 @@ def test_retarget_node_follows_the_synthetic_operator(ros_node, operator_graph):
                                           finger_openness(m.right.joints), info["source_timestamp"] * 1e-9)), RELIABLE,
     )
     logs = lambda: "\n".join(read_log(p)[-2000:] for p in operator_graph)  # noqa: E731
-    for proc, up in zip(operator_graph, UP_LINES):  # start-up on a loaded machine: a readiness wait, then deadlines
+    ups = UP_LINES if len(operator_graph) == 3 else ("container operator up:",)  # composed: after all three
+    for proc, up in zip(operator_graph, ups, strict=True):  # start-up on a loaded machine: a readiness wait, then deadlines
         assert wait_for_log(proc, up), logs()
     assert wait_until(lambda: len(actions) > 10 and len(tf_samples) > 10, 60.0, spin=ros_node.spin_once), logs()
     actions.clear(), tf_samples.clear(), hands.clear(), skeletons.clear(), schedule.clear()
@@ -99,6 +108,8 @@ def test_retarget_node_follows_the_synthetic_operator(ros_node, operator_graph):
     window = [a for a in actions if a[0] <= end]
     for proc in operator_graph:
         assert proc.poll() is None, logs()
+    if len(operator_graph) == 1:  # composed: tracker and glove delivered in-process, still on DDS (the bag)
+        assert "in-process: /rynn/operator/hands, /tf" in read_log(operator_graph[0]), logs()
 
     pipeline = RetargetPipeline(load_retarget_config(find_config("rynn_retarget", "retarget.yaml")))
     names = {"operator_chest": "chest", "operator_left_wrist": "left_wrist", "operator_right_wrist": "right_wrist",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from rynn_teleop_msgs.msg import BimanualSkeleton
 
+from rynn_common.local_delivery import LocalPublisher
 from rynn_common.node_runner import run_node
 from rynn_common.qos import LIVE_QOS
 from rynn_common.ros_conversions import make_bimanual_skeleton
@@ -25,7 +26,9 @@ class GloveNode(OperatorInputNode):
         super().__init__("glove_node", **node_options)
         self.frames = {"left": self.settings.frames.left_wrist, "right": self.settings.frames.right_wrist}
         topic = self.settings.topic
-        self.publisher = self.create_publisher(BimanualSkeleton, topic, LIVE_QOS)
+        # composed with the retarget node: its hands input in-process
+        self.publisher = LocalPublisher(self, BimanualSkeleton, topic, LIVE_QOS)
+        self.message: BimanualSkeleton | None = None  # the last one, refilled for the next
         self.start_feed()
         self.get_logger().info(
             f"publishing hands from source '{self.settings.source}' at {self.settings.rate_hz:g} Hz on {topic}"
@@ -33,7 +36,7 @@ class GloveNode(OperatorInputNode):
 
     def publish_frame(self, frame: OperatorFrame) -> None:
         left, right = frame.left_hand, frame.right_hand
-        msg = make_bimanual_skeleton(
+        self.message = make_bimanual_skeleton(
             left.points,
             right.points,
             self.get_clock().now().to_msg(),
@@ -44,8 +47,9 @@ class GloveNode(OperatorInputNode):
             right_valid=right.valid,
             left_frame_id=self.frames["left"],
             right_frame_id=self.frames["right"],
+            reuse=self.message,
         )
-        self.publisher.publish(msg)
+        self.publisher.publish(self.message)
 
 
 COMPONENT = GloveNode  # what a container (rynn_world.launcher.container) instantiates

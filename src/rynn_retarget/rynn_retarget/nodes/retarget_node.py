@@ -6,7 +6,9 @@ most ``max_solve_rate_hz`` times a second, and retargets the smoother; a sample
 superseded before the worker got to it is
 dropped and counted, so latency never grows with a backlog. A dedicated 200 Hz
 loop (not an executor timer, for low jitter) publishes the Ruckig-smoothed
-command even when trackers arrive at 100-120 Hz or stall.
+command even when trackers arrive at 100-120 Hz or stall. Composed with the tracker and glove
+nodes in one process (the graph's operator container), their messages reach ``on_tf`` and
+``on_hands`` in-process, on their feed threads, not deserialised from DDS (rynn_common.local_delivery).
 
 Publishes
 - ``/rynn/action`` (RobotAction, frame base_link), 200 Hz
@@ -39,6 +41,7 @@ from tf2_msgs.msg import TFMessage
 
 from rynn_common.action_layout import joint_names
 from rynn_common.config_paths import find_config
+from rynn_common.local_delivery import LocalSubscription
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
@@ -105,8 +108,9 @@ class RetargetNode(Node):
         self.skeleton_pub = self.create_publisher(BimanualSkeleton, CAMERA_SKELETON_TOPIC, RECORDED_STREAM_QOS)
         self.status_pub = self.create_publisher(TeleopStatus, STATUS_TOPIC, STATUS_QOS)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, LIVE_QOS)
-        self.create_subscription(TFMessage, TF_TOPIC, self.on_tf, TF_QOS)
-        self.create_subscription(BimanualSkeleton, settings.hands_topic, self.on_hands, LIVE_QOS)
+        # Composed with the tracker and glove nodes, these get their messages in-process, on their feed threads.
+        self.tf_input = LocalSubscription(self, TFMessage, TF_TOPIC, self.on_tf, TF_QOS)
+        self.hands_input = LocalSubscription(self, BimanualSkeleton, settings.hands_topic, self.on_hands, LIVE_QOS)
         self.create_service(Trigger, "~/calibrate", self.on_calibrate)
         self.create_timer(1.0 / settings.status_rate_hz, self.publish_status)
 

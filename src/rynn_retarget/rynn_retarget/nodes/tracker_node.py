@@ -7,24 +7,16 @@ with this node's clock when the sample is taken.
 
 from __future__ import annotations
 
-import numpy as np
-from geometry_msgs.msg import Quaternion, Transform, TransformStamped, Vector3
-from std_msgs.msg import Header
 from tf2_msgs.msg import TFMessage
-from transforms3d.quaternions import mat2quat
 
+from rynn_common.local_delivery import LocalPublisher
 from rynn_common.node_runner import run_node
 from rynn_common.qos import TF_QOS
+from rynn_common.ros_conversions import make_tf_message
 from rynn_common.ros_names import TF_TOPIC
 from rynn_retarget.nodes.operator_input import OperatorInputNode
 from rynn_retarget.operator.feed import TrackerNodeSettings
 from rynn_retarget.operator.frame import TRACKER_NAMES, OperatorFrame
-
-
-def transform_from_matrix(matrix: np.ndarray) -> Transform:
-    w, x, y, z = mat2quat(matrix[:3, :3])
-    tx, ty, tz = matrix[:3, 3]
-    return Transform(translation=Vector3(x=tx, y=ty, z=tz), rotation=Quaternion(x=x, y=y, z=z, w=w))
 
 
 class TrackerNode(OperatorInputNode):
@@ -36,7 +28,8 @@ class TrackerNode(OperatorInputNode):
         frames = self.settings.frames
         self.world_frame = frames.world
         self.tracker_frames = {name: getattr(frames, name) for name in TRACKER_NAMES}
-        self.publisher = self.create_publisher(TFMessage, TF_TOPIC, TF_QOS)
+        self.publisher = LocalPublisher(self, TFMessage, TF_TOPIC, TF_QOS)  # composed: retarget's /tf in-process
+        self.message: TFMessage | None = None  # the last one, refilled for the next
         self.start_feed(self.settings.openvr.by_role())
         self.get_logger().info(
             f"publishing {len(TRACKER_NAMES)} trackers from source '{self.settings.source}' at "
@@ -45,18 +38,13 @@ class TrackerNode(OperatorInputNode):
         )
 
     def publish_frame(self, frame: OperatorFrame) -> None:
-        stamp = self.get_clock().now().to_msg()
-        transforms = [
-            TransformStamped(
-                header=Header(stamp=stamp, frame_id=self.world_frame),
-                child_frame_id=self.tracker_frames[name],
-                transform=transform_from_matrix(frame.trackers[name]),
-            )
-            for name in TRACKER_NAMES
-            if name in frame.trackers
-        ]
-        if transforms:
-            self.publisher.publish(TFMessage(transforms=transforms))
+        names = [name for name in TRACKER_NAMES if name in frame.trackers]
+        if not names:
+            return
+        self.message = make_tf_message([(self.world_frame, self.tracker_frames[name]) for name in names],
+                                       [frame.trackers[name] for name in names], self.get_clock().now().to_msg(),
+                                       reuse=self.message)
+        self.publisher.publish(self.message)
 
 
 COMPONENT = TrackerNode  # what a container (rynn_world.launcher.container) instantiates

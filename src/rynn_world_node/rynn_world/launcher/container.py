@@ -5,8 +5,9 @@
 Each MODULE exposes ``COMPONENT``, its node class, which takes rclpy's node options;
 every node gets its own ``--ros-args`` (name, parameters, remappings) and ignores the
 process-wide ones, so a node behaves as it does in its own process. Prints
-``container NAME up: node, ...`` once every node is constructed (the launchers'
-readiness line). The GIL switch interval is the smallest any module asks for
+``container NAME up: node, ...; in-process: topic, ...`` once every node is constructed (the
+launchers' readiness line; the topics its nodes deliver to each other without DDS,
+rynn_common.local_delivery). The GIL switch interval is the smallest any module asks for
 (``GIL_SWITCH_INTERVAL_S``): a 200 Hz thread in one component must still get the GIL quickly.
 """
 
@@ -49,8 +50,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sys.setswitchinterval(min([sys.getswitchinterval()] + [getattr(m, "GIL_SWITCH_INTERVAL_S", 1.0) for m, _ in modules]))
 
-    def ready(nodes) -> None:
-        print(f"container {name} up: {', '.join(node.get_name() for node in nodes)}", flush=True)
+    def ready(nodes, linked: list[str]) -> None:
+        print(f"container {name} up: {', '.join(node.get_name() for node in nodes)}"
+              f"{'; in-process: ' + ', '.join(linked) if linked else ''}", flush=True)
 
     run_components(factories, args=[], on_ready=ready)  # no process-wide ROS arguments: each node has its own
     return 0
