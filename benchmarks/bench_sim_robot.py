@@ -68,16 +68,24 @@ def bench_physics(seconds: float) -> None:
 
 
 def bench_render(frames: int) -> None:
-    for width, height in ((640, 480), (832, 480)):
+    """Wall time and CPU time (this process, all threads: a software GL renders on its own threads) a frame,
+    as shipped and, for comparison, without the scene's multisampling (model.vis.quality.offsamples)."""
+    print(f"GL: {os.environ.get('MUJOCO_GL')}")
+    for width, height, offsamples in ((640, 480, None), (640, 480, 0), (832, 480, None)):
         robot = SimulatedRobot("dual_picking", camera=D435I_COLOR.scaled(width, height))
+        shipped = robot.model.vis.quality.offsamples
+        if offsamples is not None:
+            robot.model.vis.quality.offsamples = offsamples
         robot.render()  # context creation
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         for _ in range(frames):
             robot.step(17)
             robot.render()
-        elapsed = time.perf_counter() - start
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
         robot.close()
-        print(f"render {width}x{height}: {frames / elapsed:6.1f} FPS ({1000 * elapsed / frames:.1f} ms/frame)")
+        samples = f"{robot.model.vis.quality.offsamples}x MSAA" + (" (shipped)" if offsamples is None else f" (shipped: {shipped})")
+        print(f"render {width}x{height}, {samples}: {frames / elapsed:6.1f} FPS ({1000 * elapsed / frames:.1f} ms/frame wall, "
+              f"{1000 * cpu / frames:.1f} ms CPU a frame incl. physics steps)")
 
 
 def bench_latency(seconds: float) -> None:
