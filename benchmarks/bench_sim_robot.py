@@ -71,8 +71,9 @@ def bench_render(frames: int) -> None:
     """Wall time and CPU time (this process, all threads: a software GL renders on its own threads) a frame,
     as shipped and, for comparison, without the scene's multisampling (model.vis.quality.offsamples)."""
     print(f"GL: {os.environ.get('MUJOCO_GL')}")
-    for width, height, offsamples in ((640, 480, None), (640, 480, 0), (832, 480, None)):
-        robot = SimulatedRobot("dual_picking", camera=D435I_COLOR.scaled(width, height))
+    for scene, width, height, offsamples in (("empty", 640, 480, None), ("empty", 640, 480, 0),  # the default graph's
+                                             ("dual_picking", 640, 480, None), ("dual_picking", 832, 480, None)):
+        robot = SimulatedRobot(scene, camera=D435I_COLOR.scaled(width, height))
         shipped = robot.model.vis.quality.offsamples
         if offsamples is not None:
             robot.model.vis.quality.offsamples = offsamples
@@ -84,7 +85,7 @@ def bench_render(frames: int) -> None:
         elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
         robot.close()
         samples = f"{robot.model.vis.quality.offsamples}x MSAA" + (" (shipped)" if offsamples is None else f" (shipped: {shipped})")
-        print(f"render {width}x{height}, {samples}: {frames / elapsed:6.1f} FPS ({1000 * elapsed / frames:.1f} ms/frame wall, "
+        print(f"render {scene} {width}x{height}, {samples}: {frames / elapsed:6.1f} FPS ({1000 * elapsed / frames:.1f} ms/frame wall, "
               f"{1000 * cpu / frames:.1f} ms CPU a frame incl. physics steps)")
 
 
