@@ -121,3 +121,17 @@ def test_tf_message_carries_each_pose_and_is_refilled_in_place_only_for_the_same
     assert other is not first and [row[1] for row in read(other)] == ["operator_chest"]
     with pytest.raises(ValueError, match="2 frames but 1 poses"):
         ros_conversions.make_tf_message(frames, poses[:1], Time(sec=8))
+
+
+def test_a_refilled_bimanual_skeleton_equals_a_fresh_one_and_keeps_nothing_of_the_last():
+    rng = np.random.default_rng(4)
+    first_joints, joints = rng.normal(size=(2, 21, 3)), rng.normal(size=(2, 21, 3))
+    joints[1, 5] = np.nan
+    last = ros_conversions.make_bimanual_skeleton(first_joints[0], first_joints[1], 1.0, "camera", left_elbow=[0.1, 0.2, 0.3],
+                                                  right_elbow=[0.4, 0.5, 0.6], left_confidence=np.full(21, 0.5))
+    arguments = dict(left_joints=joints[0], right_joints=joints[1], stamp=2.5, frame_id="camera", left_valid=False,
+                     right_elbow=[0.7, 0.8, 0.9], left_frame_id="left_wrist")
+    refilled = ros_conversions.make_bimanual_skeleton(**arguments, reuse=last)
+    assert refilled is last
+    assert refilled == ros_conversions.make_bimanual_skeleton(**arguments)  # every field (CDR padding bytes are not defined)
+    assert not refilled.left_elbow_valid and refilled.right.confidence[5] == 0.0 and refilled.left.confidence[0] == 1.0

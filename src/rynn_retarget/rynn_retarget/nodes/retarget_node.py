@@ -106,6 +106,7 @@ class RetargetNode(Node):
         self.action_pub = self.create_publisher(RobotAction, ACTION_TOPIC, RECORDED_STREAM_QOS)
         self.command_pub = self.create_publisher(JointState, COMMAND_JOINT_STATES_TOPIC, LIVE_QOS)
         self.skeleton_pub = self.create_publisher(BimanualSkeleton, CAMERA_SKELETON_TOPIC, RECORDED_STREAM_QOS)
+        self.skeleton_msg: BimanualSkeleton | None = None  # the worker's last one, refilled for the next
         self.status_pub = self.create_publisher(TeleopStatus, STATUS_TOPIC, STATUS_QOS)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, LIVE_QOS)
         # Composed with the tracker and glove nodes, these get their messages in-process, on their feed threads.
@@ -213,18 +214,18 @@ class RetargetNode(Node):
             self.last_accepted = time.monotonic()
             self.last_frame = frame
             elbows = self.pipeline.elbows_in_camera(output.action)
-        self.skeleton_pub.publish(
-            make_bimanual_skeleton(
-                output.skeleton_camera[0],
-                output.skeleton_camera[1],
-                frame.stamp,
-                self.camera_frame,
-                left_valid=bool(output.skeleton_valid[0]),
-                right_valid=bool(output.skeleton_valid[1]),
-                left_elbow=elbows[0],
-                right_elbow=elbows[1],
-            )
+        self.skeleton_msg = make_bimanual_skeleton(
+            output.skeleton_camera[0],
+            output.skeleton_camera[1],
+            frame.stamp,
+            self.camera_frame,
+            left_valid=bool(output.skeleton_valid[0]),
+            right_valid=bool(output.skeleton_valid[1]),
+            left_elbow=elbows[0],
+            right_elbow=elbows[1],
+            reuse=self.skeleton_msg,
         )
+        self.skeleton_pub.publish(self.skeleton_msg)
 
     # --- 200 Hz output --------------------------------------------------------
     def output_loop(self) -> None:
