@@ -102,7 +102,7 @@ def measure(options, connect_local) -> None:
         executor_cpu[0] = time.thread_time() - start
 
     deadline = time.monotonic() + 30
-    while tracker.count_subscribers("/tf") < 1 + (not linked) and time.monotonic() < deadline:
+    while tracker.count_subscribers("/tf") < 2 and time.monotonic() < deadline:  # the retarget node and the listener
         time.sleep(0.1)
     operator = SyntheticOperator()
     frames = [operator.frame_at(i / 120.0) for i in range(options.samples)]

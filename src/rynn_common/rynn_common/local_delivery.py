@@ -4,18 +4,28 @@ which rclpy lacks).
 A ``LocalPublisher`` publishes over DDS as any publisher does (recorders and other processes still
 get every message), and hands the same message object to the ``LocalSubscription`` of any node of its
 own process that ``connect_local`` linked to it: on the publisher's thread, before ``publish``
-returns, without serialising or deserialising it. A linked subscription's DDS subscription is
-destroyed, so it never receives a message twice (and no longer deserialises the other traffic on the
-topic, e.g. robot_state_publisher's /tf for a tracker listener): it then hears only the publishers of
-its own process. The callback gets the publisher's
-object for the duration of the call: it may read it, not keep or change it (publishers may refill it).
+returns, without serialising it for them or deserialising it. The callback gets the publisher's
+object for the duration of the call: it may read it, not keep or change it (publishers refill it).
+
+A linked subscription still listens on DDS (raw), so publishers in other processes reach it as
+before; the DDS copy of a message it already got in-process is recognised by its bytes (the
+publisher serialises once and tells its linked subscriptions those bytes first) and dropped
+without being deserialised.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import deque
 from typing import Callable
 
 from rclpy.node import Node
+from rclpy.serialization import deserialize_message, serialize_message
+
+# In-process messages whose DDS copy a subscription still waits for (a starved executor may take
+# copies late; TF_QOS keeps 1000). Beyond it the oldest is forgotten: its copy, should it still
+# come, is deserialised and delivered like any message (a stamp guard then drops it as old).
+EXPECTED_COPIES = 1000
 
 
 class LocalPublisher:
@@ -24,51 +34,67 @@ class LocalPublisher:
     def __init__(self, node: Node, msg_type, topic: str, qos):
         self.msg_type = msg_type
         self.publisher = node.create_publisher(msg_type, topic, qos)
-        self.local_callbacks: tuple[Callable, ...] = ()
+        self.local_subscriptions: tuple[LocalSubscription, ...] = ()
 
     @property
     def topic_name(self) -> str:
         return self.publisher.topic_name
 
     def publish(self, msg) -> None:
-        self.publisher.publish(msg)
-        for callback in self.local_callbacks:
-            callback(msg)
+        if not self.local_subscriptions:
+            self.publisher.publish(msg)
+            return
+        data = serialize_message(msg)  # what publish(msg) does inside; the DDS copies carry these bytes
+        for subscription in self.local_subscriptions:
+            subscription.expect_copy(data)
+        self.publisher.publish(data)
+        for subscription in self.local_subscriptions:
+            subscription.callback(msg)
 
 
 class LocalSubscription:
-    """``node.create_subscription(...)`` that ``connect_local`` can replace by in-process delivery."""
+    """``node.create_subscription(...)`` that ``connect_local`` can link to the publishers of its process."""
 
     def __init__(self, node: Node, msg_type, topic: str, callback: Callable, qos):
-        self.node = node
         self.msg_type = msg_type
         self.callback = callback
-        self.subscription = node.create_subscription(msg_type, topic, callback, qos)
-        self.topic_name = self.subscription.topic_name  # resolved (remapped, namespaced), kept once destroyed
-        self.local = False
+        self.subscription = node.create_subscription(msg_type, topic, self._on_dds, qos, raw=True)
+        self.topic_name = self.subscription.topic_name  # resolved (remapped, namespaced)
+        self.linked = False
+        self.copies_dropped = 0  # DDS copies of messages delivered in-process
+        self._expected: set[bytes] = set()
+        self._order: deque[bytes] = deque()
+        self._lock = threading.Lock()
 
-    def go_local(self) -> None:
-        self.node.destroy_subscription(self.subscription)
-        self.local = True
+    def expect_copy(self, data: bytes) -> None:
+        with self._lock:
+            self._expected.add(data)
+            self._order.append(data)
+            if len(self._order) > EXPECTED_COPIES:
+                self._expected.discard(self._order.popleft())
+
+    def _on_dds(self, data: bytes) -> None:
+        with self._lock:
+            if data in self._expected:
+                self._expected.discard(data)
+                self.copies_dropped += 1
+                return
+        self.callback(deserialize_message(data, self.msg_type))
 
 
 def connect_local(nodes: list[Node]) -> list[str]:
     """Link every ``LocalSubscription`` attribute of ``nodes`` to the ``LocalPublisher`` attributes of the
-    others with the same resolved topic and type; the linked topics, sorted. Call before the executor
-    spins these nodes (a subscription is destroyed here)."""
+    others with the same resolved topic and type; the linked topics, sorted."""
     endpoints = [(node, value) for node in nodes for value in vars(node).values()
                  if isinstance(value, (LocalPublisher, LocalSubscription))]
     linked = set()
     for node, subscription in endpoints:
         if not isinstance(subscription, LocalSubscription):
             continue
-        publishers = [publisher for other, publisher in endpoints
-                      if other is not node and isinstance(publisher, LocalPublisher)
-                      and publisher.topic_name == subscription.topic_name and publisher.msg_type is subscription.msg_type]
-        if not publishers:
-            continue
-        subscription.go_local()
-        for publisher in publishers:
-            publisher.local_callbacks += (subscription.callback,)
-        linked.add(subscription.topic_name)
+        for other, publisher in endpoints:
+            if (other is not node and isinstance(publisher, LocalPublisher) and publisher.topic_name == subscription.topic_name
+                    and publisher.msg_type is subscription.msg_type):
+                publisher.local_subscriptions += (subscription,)
+                subscription.linked = True
+                linked.add(subscription.topic_name)
     return sorted(linked)

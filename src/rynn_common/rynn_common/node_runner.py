@@ -59,7 +59,7 @@ def run_components(factories: list[Callable[[], Node]], args=None, threads: int 
         stop_on_signals()  # again: the EventsExecutor replaced them with its own
         for make_node in factories:
             nodes.append(make_node())
-        linked = connect_local(nodes)  # before the executor spins them: it destroys subscriptions
+        linked = connect_local(nodes)  # before any of them spins: no DDS copy of an in-process message is taken unrecognised
         for node in nodes:
             executor.add_node(node)
         if on_ready is not None:

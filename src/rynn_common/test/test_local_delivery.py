@@ -1,4 +1,5 @@
-"""Nodes composed in one process deliver to each other in-process and still publish over DDS."""
+"""Nodes composed in one process deliver to each other in-process, still publish over DDS, and still
+hear other publishers of the topic."""
 
 import threading
 
@@ -9,7 +10,7 @@ from ros_test_tools import wait_until
 pytestmark = pytest.mark.ros
 
 
-def test_a_composed_subscriber_gets_the_published_object_and_other_listeners_still_get_it_over_dds(ros_node):
+def test_a_composed_subscriber_gets_the_object_once_and_other_publishers_still_reach_it(ros_node):
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
     from std_msgs.msg import String
@@ -18,39 +19,44 @@ def test_a_composed_subscriber_gets_the_published_object_and_other_listeners_sti
 
     context = ros_node.context
     source, consumer, bystander = (Node(name, context=context) for name in ("source", "consumer", "bystander"))
+    executor = SingleThreadedExecutor(context=context)
     try:
-        local_got, remote_got, dds_got = [], [], []
+        got, bystander_got, dds_got = [], [], []
         source.output = LocalPublisher(source, String, "/test/local_delivery", 10)
         consumer.input = LocalSubscription(consumer, String, "/test/local_delivery",
-                                           lambda msg: local_got.append((msg, threading.get_ident())), 10)
-        # no composed publisher of this topic: stays a DDS subscription
-        bystander.input = LocalSubscription(bystander, String, "/test/remote", lambda msg: remote_got.append(msg.data), 10)
+                                           lambda msg: got.append((msg, threading.get_ident())), 10)
+        # no composed publisher of this topic: not linked
+        bystander.input = LocalSubscription(bystander, String, "/test/remote", lambda msg: bystander_got.append(msg.data), 10)
         ros_node.create_subscription(String, "/test/local_delivery", lambda msg: dds_got.append(msg.data), 10)
-        remote_publisher = ros_node.create_publisher(String, "/test/remote", 10)
+        outsider = ros_node.create_publisher(String, "/test/local_delivery", 10)  # another process's publisher, say
+        remote = ros_node.create_publisher(String, "/test/remote", 10)
 
         assert connect_local([source, consumer, bystander]) == ["/test/local_delivery"]
-        assert consumer.input.local and not bystander.input.local
-        assert "/test/local_delivery" not in [s.topic_name for s in consumer.subscriptions]  # no second copy by DDS
-        assert [s.topic_name for s in bystander.subscriptions] == ["/test/remote"]
+        assert consumer.input.linked and not bystander.input.linked
+        executor.add_node(consumer)
+        executor.add_node(bystander)
+        spin = lambda: (executor.spin_once(timeout_sec=0.02), ros_node.spin_once(0.02))  # noqa: E731
+        assert wait_until(lambda: source.output.publisher.get_subscription_count() == 2
+                          and outsider.get_subscription_count() == 2 and remote.get_subscription_count() == 1, 10.0)
 
-        assert wait_until(lambda: source.output.publisher.get_subscription_count() == 1, 10.0)
         sent = [String(data=f"sample {i}") for i in range(3)]
         for msg in sent:
             source.output.publish(msg)
         # delivered before publish returned, on the publishing thread, as the object itself
-        assert [(msg, thread) for msg, thread in local_got] == [(msg, threading.get_ident()) for msg in sent]
-        assert all(got is msg for (got, _), msg in zip(local_got, sent, strict=True))
-
-        assert wait_until(lambda: len(dds_got) == 3, 10.0, spin=ros_node.spin_once), dds_got
+        assert [(msg, thread) for msg, thread in got] == [(msg, threading.get_ident()) for msg in sent]
+        assert all(received is msg for (received, _), msg in zip(got, sent, strict=True))
+        # still on DDS for everyone else; the consumer's DDS copies are recognised and dropped
+        assert wait_until(lambda: len(dds_got) == 3 and consumer.input.copies_dropped == 3, 10.0, spin=spin)
         assert dds_got == ["sample 0", "sample 1", "sample 2"]
 
-        executor = SingleThreadedExecutor(context=context)
-        executor.add_node(bystander)
-        assert wait_until(lambda: remote_publisher.get_subscription_count() == 1, 10.0)
-        remote_publisher.publish(String(data="over dds"))
-        assert wait_until(lambda: remote_got == ["over dds"], 10.0, spin=lambda: executor.spin_once(timeout_sec=0.05))
-        executor.shutdown()
-        assert len(local_got) == 3  # nothing arrived twice
+        outsider.publish(String(data="from elsewhere"))
+        remote.publish(String(data="over dds"))
+        assert wait_until(lambda: len(got) == 4 and bystander_got == ["over dds"], 10.0, spin=spin)
+        assert got[3][0].data == "from elsewhere" and got[3][0] is not sent[-1]  # deserialised, delivered once
+        for _ in range(20):
+            spin()
+        assert len(got) == 4 and consumer.input.copies_dropped == 3 and dds_got[-1] == "from elsewhere"
     finally:
+        executor.shutdown()
         for node in (source, consumer, bystander):
             node.destroy_node()
