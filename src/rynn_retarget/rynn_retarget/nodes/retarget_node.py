@@ -100,6 +100,8 @@ class RetargetNode(Node):
         self.tf_stamps = StampBound(self.pipeline.config.guard.max_future_s)
         self.hands_stamps = StampBound(self.pipeline.config.guard.max_future_s)
         self.stamp_loggers = {stream: self.get_logger().get_child(stream) for stream in ("tf", "hands")}  # own throttles
+        # on_tf/on_hands run on the executor thread and, composed, on the tracker/glove feed threads too
+        self.stamps_lock = threading.Lock()
         self.pending: OperatorFrame | None = None  # newest tracker sample not yet retargeted
         self.pending_ready = threading.Condition()
 
@@ -177,7 +179,8 @@ class RetargetNode(Node):
     def stamp_accepted(self, bound: StampBound, stream: str, stamp: float) -> bool:
         """Counts ``{stream}_out_of_order`` (dropped) or ``{stream}_future_stamp`` (rejected, logged)."""
         now = self.get_clock().now().nanoseconds * 1e-9
-        reason = bound.check(stamp, now)
+        with self.stamps_lock:
+            reason = bound.check(stamp, now)
         if reason == "out_of_order":
             self.stats.drop(f"{stream}_out_of_order")
         elif reason is not None:
