@@ -32,6 +32,8 @@ sys.path[:0] = [str(REPO / "src" / p) for p in ("rynn_common", "rynn_retarget")]
 os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(101, 200)))
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 
+from rynn_common.ros_names import HANDS_TOPIC, TF_TOPIC  # after the source path
+
 LISTENER = """
 import os, sys, threading, rclpy, rclpy.executors
 threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()  # ends with the benchmark
@@ -63,7 +65,7 @@ def main() -> None:
         connect_local = None
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    listener = subprocess.Popen([sys.executable, "-c", LISTENER, "/rynn/operator/hands"], env=env,
+    listener = subprocess.Popen([sys.executable, "-c", LISTENER, HANDS_TOPIC], env=env,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert listener.stdout.readline().strip() == "listening"
@@ -102,7 +104,7 @@ def measure(options, connect_local) -> None:
         executor_cpu[0] = time.thread_time() - start
 
     deadline = time.monotonic() + 30
-    while tracker.count_subscribers("/tf") < 2 and time.monotonic() < deadline:  # the retarget node and the listener
+    while tracker.count_subscribers(TF_TOPIC) < 2 and time.monotonic() < deadline:  # the retarget node and the listener
         time.sleep(0.1)
     operator = SyntheticOperator()
     frames = [operator.frame_at(i / 120.0) for i in range(options.samples)]
