@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Reproduce the shipped embedded_cpu world model from nothing (about 1.5 h on two CPU cores):
 # paired sim episodes, VAE (frames, then clips), stage-2 CFM teacher, causal warm-up + DMD,
-# held-out evaluation, packaging into rynn_world/checkpoints/embedded_cpu with its model card, and the
+# held-out evaluation and training curves, packaging into rynn_world/checkpoints/embedded_cpu with its model card, and the
 # distilled tiny decoder added to it.
 # Every step resumes from its latest checkpoint if interrupted; outputs go to outputs/embedded_cpu.
 set -euo pipefail
@@ -17,6 +17,9 @@ DATA_COMMAND="python -m rynn_robot_bridge.episodes.generate --operator synthetic
 "$PY" -m rynn_world.training.train --config src/rynn_world_node/config/train_stage2_cpu.yaml
 "$PY" -m rynn_world.training.distill --config src/rynn_world_node/config/distill_cpu.yaml
 "$PY" -m rynn_world.evaluation.evaluate --config src/rynn_world_node/config/eval_cpu.yaml
+# The card's training curves: every kept checkpoint scored on the same held-out clips.
+"$PY" -m rynn_world.evaluation.curves --eval-config src/rynn_world_node/config/eval_cpu.yaml \
+  --stage2-config src/rynn_world_node/config/train_stage2_cpu.yaml --distill-config src/rynn_world_node/config/distill_cpu.yaml
 # The 40 DMD steps a CPU affords lowered both scores (see the card), so the warm-up student ships.
 "$PY" -m rynn_world.training.package_default --config embedded_cpu --checkpoint outputs/embedded_cpu/distill/final_warmup \
   --evaluation outputs/embedded_cpu/eval/results.json --method student_no_dmd --recipe "${RECIPE[@]}" \

@@ -63,6 +63,17 @@ def _fmt(value, digits):
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
+def held_out_clip_indices(clips, max_clips_per_task: int | None = None) -> list[int]:
+    """One clip per episode (its first), so the grounding swap pairs different episodes."""
+    chosen, per_task = [], {}
+    for i, (_, start) in enumerate(clips.items):
+        task = clips[i].task if start == 0 else None
+        if task is not None and (max_clips_per_task is None or per_task.get(task, 0) < max_clips_per_task):
+            chosen.append(i)
+            per_task[task] = per_task.get(task, 0) + 1
+    return chosen
+
+
 def evaluate(cfg: EvalConfig) -> dict:
     if cfg.num_threads:
         torch.set_num_threads(cfg.num_threads)
@@ -79,14 +90,7 @@ def evaluate(cfg: EvalConfig) -> dict:
     if cfg.grounding_method and cfg.grounding_method not in models:
         raise ValueError(f"grounding_method {cfg.grounding_method!r} has no checkpoint; given: {sorted(models)}")
     clips = build_clip_dataset(cfg.data, config)
-    # one clip per episode (its first), so the grounding swap pairs different episodes
-    firsts = [i for i, (_, start) in enumerate(clips.items) if start == 0]
-    chosen, per_task = [], {}
-    for i in firsts:
-        task = clips[i].task
-        if cfg.max_clips_per_task is None or per_task.get(task, 0) < cfg.max_clips_per_task:
-            chosen.append(i)
-            per_task[task] = per_task.get(task, 0) + 1
+    chosen = held_out_clip_indices(clips, cfg.max_clips_per_task)
     lpips, fvd = LPIPSMetric(cfg.lpips_weights), {m: FVDMetric(cfg.i3d_weights) for m in METHODS}
     encoded = {i: encode_clip(vae, clips[i]) for i in chosen} if "teacher" in models else {}
     rows = []

@@ -17,6 +17,7 @@ from pathlib import Path
 import yaml
 
 from .. import checkpoints
+from ..evaluation.curves import CURVES_JSON, CURVES_PNG
 from ..evaluation.evaluate import markdown_table
 from ..live_session import SessionSettings
 from ..model.configs import get_config
@@ -56,8 +57,25 @@ def _beats_copy_reference(summary: dict, method: str) -> tuple[bool, str]:
                 f"{gap.get('psnr_gap', float('nan')):+.2f} dB PSNR, {gap.get('ssim_gap', float('nan')):+.4f} SSIM")
 
 
+def curves_section(curves: dict) -> str:
+    """The card's training-curve section, from `rynn_world.evaluation.curves`' report."""
+    rows = "\n".join(f"| {p['curve']} | {p['step']} | {p['psnr']:.2f} | {p['ssim']:.3f} |" for p in curves["points"])
+    copy = curves["copy_reference"]
+    return f"""## Training curves
+![training loss and held-out PSNR/SSIM against step]({CURVES_PNG})
+
+Every kept checkpoint, with the weights its run exports, on the {curves['clips']} held-out clips (steps: stage 2,
+then distillation; `python -m rynn_world.evaluation.curves`). Copy the reference: PSNR {copy['psnr']:.2f} dB,
+SSIM {copy['ssim']:.3f}.
+
+| curve | step | PSNR ↑ | SSIM ↑ |
+|---|---|---|---|
+{rows}
+"""
+
+
 def model_card(config_name: str, checkpoint: Path, results: dict, method: str, recipe: list[Path],
-               data_command: str = "") -> str:
+               data_command: str = "", curves: dict | None = None) -> str:
     config = get_config(config_name)
     transformer = load_or_build_transformer(config, str(checkpoint))
     vae = load_vae(config, str(checkpoint))
@@ -93,6 +111,7 @@ Stage 1 (human egocentric video) was skipped: no EgoDex/VITRA data is reachable 
 Verdict: {'meets' if ok else 'does NOT meet'} the bar (beat copy-the-reference on PSNR and SSIM, positive
 action-grounding gap). {verdict}.
 
+{curves_section(curves) if curves else ""}
 ## Limits
 - Trained on {config.width}x{config.height} simulation only: the MuJoCo scenes' lighting, objects and the
   robot's appearance; real camera images are out of distribution.
@@ -124,12 +143,16 @@ def package_default(config_name: str, checkpoint: Path, evaluation: Path, method
     results = json.loads(evaluation.read_text())
     if method not in results["summary"]["methods"]:
         raise ValueError(f"{evaluation} has no {method!r} rows; it has {sorted(results['summary']['methods'])}")
-    card = model_card(config_name, checkpoint, results, method, recipe, data_command)
+    curves_json = evaluation.parent / CURVES_JSON  # rynn_world.evaluation.curves writes next to the evaluation
+    curves = json.loads(curves_json.read_text()) if curves_json.is_file() else None
+    card = model_card(config_name, checkpoint, results, method, recipe, data_command, curves)
     target = CHECKPOINTS_DIR / config_name if target is None else Path(target)
     shutil.rmtree(target, ignore_errors=True)
     for part in ("transformer", "vae", TINY_DECODER_DIR):
         if part != TINY_DECODER_DIR or (checkpoint / part).is_dir():
             shutil.copytree(checkpoint / part, target / part)
+    if curves is not None:
+        shutil.copy(evaluation.parent / CURVES_PNG, target / CURVES_PNG)
     (target / "MODEL_CARD.md").write_text(card)
     return target
 

@@ -1,0 +1,182 @@
+"""Training curves for the model card: the training losses and the held-out PSNR/SSIM against step.
+
+Every checkpoint a run kept (`<output_dir>/checkpoints/step_*`) is scored on the evaluation
+config's held-out clips, the way `evaluate` scores the final models: the stage-2 teacher with its
+EMA weights (what its run exports) and the bidirectional sampler, the causal student's warm-up with
+its raw weights (what `final_warmup` holds) through StreamingWorldModel, and the DMD phase as the
+`student` curve. The x axis is the cumulative step: stage 2, then distillation.
+
+    python -m rynn_world.evaluation.curves --eval-config src/rynn_world_node/config/eval_cpu.yaml \\
+        --stage2-config src/rynn_world_node/config/train_stage2_cpu.yaml \\
+        --distill-config src/rynn_world_node/config/distill_cpu.yaml
+
+writes <eval output_dir>/curves.json and training_curves.png.
+"""
+
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from safetensors.torch import load_file
+from tqdm import tqdm
+
+from rynn_common.config_io import load_config
+
+from ..data.latent_cache import encode_clip
+from ..model.configs import get_config
+from ..training.config import DistillConfig, TrainConfig
+from ..training.datasets import build_clip_dataset
+from ..training.export import load_or_build_transformer, load_vae
+from ..training.state import CHECKPOINT_GLOB
+from .evaluate import EvalConfig, held_out_clip_indices
+from .generation import decode, stream_clip, teacher_latents
+from .metrics import psnr, ssim
+
+CURVES_JSON, CURVES_PNG = "curves.json", "training_curves.png"
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    curve: str  # teacher | student_no_dmd | student
+    step: int  # cumulative: stage-2 steps first, then distillation steps
+    checkpoint: Path  # a training-state directory, or an exported one (with transformer/)
+    module: str = ""  # the prefix of its weights in modules.safetensors / ema.safetensors
+    use_ema: bool = False
+
+
+def checkpoint_points(stage2_dir: Path, stage2_steps: int, distill_dir: Path, warmup_steps: int) -> list[CurvePoint]:
+    """The kept checkpoints of both runs, in step order, labelled with the curve each belongs to; each
+    with the weights its run exports (the teacher's and the DMD student's EMA, the warm-up's raw ones),
+    plus the exported warm-up student (`final_warmup`, the shipped model)."""
+    points = []
+    for directory in sorted((stage2_dir / "checkpoints").glob(CHECKPOINT_GLOB)):
+        points.append(CurvePoint("teacher", _step(directory), directory, "model", use_ema=True))
+    for directory in sorted((distill_dir / "checkpoints").glob(CHECKPOINT_GLOB)):
+        step = _step(directory)
+        if step < warmup_steps:
+            points.append(CurvePoint("student_no_dmd", stage2_steps + step, directory, "student"))
+        elif step > warmup_steps:
+            points.append(CurvePoint("student", stage2_steps + step, directory, "student", use_ema=True))
+    if (distill_dir / "final_warmup" / "transformer").is_dir():
+        points.append(CurvePoint("student_no_dmd", stage2_steps + warmup_steps, distill_dir / "final_warmup"))
+    return sorted(points, key=lambda p: p.step)
+
+
+def _step(checkpoint: Path) -> int:
+    return int(checkpoint.name.split("_")[1])
+
+
+def load_checkpoint_transformer(config, point: CurvePoint, base_checkpoint: str):
+    """A transformer built like the run's export, with the checkpoint's (EMA or raw) weights."""
+    if (point.checkpoint / "transformer").is_dir():
+        return load_or_build_transformer(config, str(point.checkpoint)).eval()
+    model = load_or_build_transformer(config, base_checkpoint)
+    prefix = f"{point.module}."
+    weights = {k[len(prefix):]: v for k, v in load_file(str(point.checkpoint / "modules.safetensors")).items()
+               if k.startswith(prefix)}
+    model.load_state_dict(weights)
+    if point.use_ema:
+        shadow = {k[len(prefix):]: v for k, v in load_file(str(point.checkpoint / "ema.safetensors")).items()
+                  if k.startswith(prefix)}
+        parameters = dict(model.named_parameters())
+        with torch.no_grad():
+            for name, value in shadow.items():
+                parameters[name].copy_(value)
+    return model.eval()
+
+
+def score_points(cfg: EvalConfig, points: list[CurvePoint], base_checkpoint: str) -> dict:
+    config = get_config(cfg.model)
+    vae = load_vae(config, base_checkpoint)
+    clips = build_clip_dataset(cfg.data, config)
+    chosen = [clips[i] for i in held_out_clip_indices(clips, cfg.max_clips_per_task)]
+    encoded = [encode_clip(vae, clip) for clip in chosen]
+    copy = [(psnr(np.repeat(c.reference[None], len(c.frames) - 1, 0), c.frames[1:]),
+             ssim(np.repeat(c.reference[None], len(c.frames) - 1, 0), c.frames[1:])) for c in chosen]
+    rows = []
+    for point in tqdm(points, desc="checkpoints"):
+        transformer = load_checkpoint_transformer(config, point, base_checkpoint)
+        scores = []
+        for n, (clip, latents) in enumerate(zip(chosen, encoded)):
+            if point.curve == "teacher":
+                reference = latents["latents"][None][:, :, :1]
+                video = decode(vae, teacher_latents(transformer, reference, latents["control"][None], cfg.teacher_steps,
+                                                    config.shift, cfg.seed + n))[1:]
+            else:
+                video = stream_clip(transformer, vae, config, clip.reference, clip.skeleton, cfg.seed + n,
+                                    cfg.reanchor_every)
+            scores.append((psnr(video, clip.frames[1:]), ssim(video, clip.frames[1:])))
+        psnrs, ssims = zip(*scores)
+        rows.append({"curve": point.curve, "step": point.step, "checkpoint": str(point.checkpoint),
+                     "psnr": float(np.mean(psnrs)), "ssim": float(np.mean(ssims))})
+    return {"clips": len(chosen), "copy_reference": {"psnr": float(np.mean([c[0] for c in copy])),
+                                                     "ssim": float(np.mean([c[1] for c in copy]))}, "points": rows}
+
+
+def losses(run_dir: Path, offset: int) -> dict[str, list[tuple[int, float]]]:
+    """A run's loss history (`losses.json` from the training loop), steps shifted by `offset`."""
+    history = json.loads((run_dir / "losses.json").read_text())
+    return {name: [(step + offset, value) for step, value in values] for name, values in history.items()}
+
+
+def plot_curves(report: dict, loss_history: dict, boundary: int, path: Path) -> Path:
+    fig, axes = plt.subplots(3, 1, figsize=(7.5, 8), sharex=True)
+    for name, values in loss_history.items():
+        if name.endswith(("flow_matching", "causal_flow_matching")) and values:
+            steps, value = np.array(values, dtype=np.float64).T
+            window = max(1, len(value) // 50)
+            axes[0].plot(steps[window - 1:], np.convolve(value, np.ones(window) / window, "valid"), lw=1.2,
+                         label=f"{name} (mean of {window})")
+    axes[0].set_yscale("log")
+    axes[0].set_ylabel("training loss")
+    for ax, metric, unit in ((axes[1], "psnr", "held-out PSNR (dB)"), (axes[2], "ssim", "held-out SSIM")):
+        for curve in ("teacher", "student_no_dmd", "student"):
+            points = [(p["step"], p[metric]) for p in report["points"] if p["curve"] == curve]
+            if points:
+                ax.plot(*zip(*points), marker="o", ms=3, label=curve)
+        ax.axhline(report["copy_reference"][metric], color="grey", ls="--", lw=1, label="copy the reference")
+        ax.set_ylabel(unit)
+    for ax in axes:
+        ax.axvline(boundary, color="black", lw=0.6, alpha=0.5)
+        ax.legend(fontsize=7, loc="best")
+    axes[-1].set_xlabel(f"step (stage 2: 0-{boundary}, then distillation)")
+    fig.suptitle(f"training curves, {report['clips']} held-out clips")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--eval-config", required=True, type=Path)
+    parser.add_argument("--stage2-config", required=True, type=Path)
+    parser.add_argument("--distill-config", required=True, type=Path)
+    args = parser.parse_args(argv)
+    cfg = load_config(EvalConfig, args.eval_config)
+    stage2 = load_config(TrainConfig, args.stage2_config)
+    distill = load_config(DistillConfig, args.distill_config)
+    if cfg.num_threads:
+        torch.set_num_threads(cfg.num_threads)
+    stage2_dir, distill_dir = Path(stage2.run.output_dir), Path(distill.run.output_dir)
+    points = checkpoint_points(stage2_dir, stage2.run.steps, distill_dir, distill.warmup_steps)
+    report = score_points(cfg, points, str(stage2_dir / "final"))
+    out = Path(cfg.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / CURVES_JSON).write_text(json.dumps(report, indent=1))
+    history = losses(stage2_dir, 0) | losses(distill_dir, stage2.run.steps)
+    print(f"wrote {plot_curves(report, history, stage2.run.steps, out / CURVES_PNG)}")
+    for p in report["points"]:
+        print(f"{p['curve']:>15} step {p['step']:>5}: PSNR {p['psnr']:.2f} dB, SSIM {p['ssim']:.3f}")
+    print(f"copy the reference: PSNR {report['copy_reference']['psnr']:.2f} dB, SSIM {report['copy_reference']['ssim']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
