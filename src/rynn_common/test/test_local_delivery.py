@@ -60,3 +60,33 @@ def test_a_composed_subscriber_gets_the_object_once_and_other_publishers_still_r
         executor.shutdown()
         for node in (source, consumer, bystander):
             node.destroy_node()
+
+
+def test_a_subscription_with_required_bytes_never_deserialises_messages_without_them(ros_node):
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+    from std_msgs.msg import String
+
+    from rynn_common.local_delivery import LocalSubscription
+
+    context = ros_node.context
+    consumer = Node("consumer", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    try:
+        got = []
+        consumer.input = LocalSubscription(consumer, String, "/test/required_bytes", lambda msg: got.append(msg.data), 10,
+                                           required_bytes=b"operator_world")
+        executor.add_node(consumer)
+        outsider = ros_node.create_publisher(String, "/test/required_bytes", 10)
+        assert wait_until(lambda: outsider.get_subscription_count() == 1, 10.0)
+        sent = ["base_link -> link_1", "operator_world -> operator_chest", "world", "x operator_world"]
+        for data in sent:
+            outsider.publish(String(data=data))
+        spin = lambda: executor.spin_once(timeout_sec=0.02)  # noqa: E731
+        assert wait_until(lambda: len(got) == 2, 10.0, spin=spin)
+        for _ in range(20):
+            spin()
+        assert got == ["operator_world -> operator_chest", "x operator_world"]
+    finally:
+        executor.shutdown()
+        consumer.destroy_node()

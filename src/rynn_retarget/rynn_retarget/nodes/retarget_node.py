@@ -112,7 +112,9 @@ class RetargetNode(Node):
         self.status_pub = self.create_publisher(TeleopStatus, STATUS_TOPIC, STATUS_QOS)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, LIVE_QOS)
         # Composed with the tracker and glove nodes, these get their messages in-process, on their feed threads.
-        self.tf_input = LocalSubscription(self, TFMessage, TF_TOPIC, self.on_tf, TF_QOS)
+        # On_tf uses only transforms whose parent is the world frame: other /tf (the robot's) is never deserialised.
+        self.tf_input = LocalSubscription(self, TFMessage, TF_TOPIC, self.on_tf, TF_QOS,
+                                          required_bytes=self.world_frame.encode())
         self.hands_input = LocalSubscription(self, BimanualSkeleton, settings.hands_topic, self.on_hands, LIVE_QOS)
         self.create_service(Trigger, "~/calibrate", self.on_calibrate)
         self.create_timer(1.0 / settings.status_rate_hz, self.publish_status)
