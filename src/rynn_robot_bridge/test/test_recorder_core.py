@@ -134,6 +134,25 @@ def test_recover_rebuilds_a_torn_bag_up_to_its_last_flush(recorder, tmp_path):
     assert find_incomplete(tmp_path / "out") == []
 
 
+@pytest.mark.parametrize("torn_to", [0, 3])
+def test_recover_an_episode_killed_before_its_mcap_magic_reached_the_disk(recorder, tmp_path, torn_to):
+    """A recorder SIGKILLed right after a start left a 0-byte MCAP file; recovering it raised, and the
+    respawned recorder exited at every start-up (bench_soak): it is an episode with no message."""
+    name = recorder.start("t", "o", 1, 0.0)
+    crashed = tmp_path / "out" / "episode_0042"
+    shutil.copytree(tmp_path / "out" / name, crashed)
+    mcap = crashed / f"{name}.mcap"
+    mcap.write_bytes(b"\x89MCAP0\r\n"[:torn_to])
+    recorder.stop()
+    assert find_incomplete(tmp_path / "out") == [crashed]
+
+    summary = recover_episode(crashed)
+    with Reader(crashed) as reader:
+        assert list(reader.messages()) == []
+    assert summary["state"] == "recovered" and summary["messages_written"] == 0
+    assert find_incomplete(tmp_path / "out") == []
+
+
 def test_config_file_and_topic_entries(tmp_path):
     settings = load_recorder_settings()
     assert "/rynn/action rynn_teleop_msgs/msg/RobotAction" in settings.topics

@@ -47,10 +47,14 @@ def find_incomplete(output_dir: Path) -> list[Path]:
 
 
 def complete_prefix_length(mcap_file: Path) -> int:
-    """Byte length of the magic plus every complete top-level record (the torn tail is dropped)."""
+    """Byte length of the magic plus every complete top-level record (the torn tail is dropped); 0 for a file
+    killed before its magic reached the disk (the writer buffers it: bench_soak's SIGKILL just after a start)."""
     size = mcap_file.stat().st_size
     with mcap_file.open("rb") as stream:
-        if stream.read(len(MCAP_MAGIC)) != MCAP_MAGIC:
+        magic = stream.read(len(MCAP_MAGIC))
+        if len(magic) < len(MCAP_MAGIC) and MCAP_MAGIC.startswith(magic):
+            return 0
+        if magic != MCAP_MAGIC:
             raise ValueError(f"{mcap_file} is not an MCAP file")
         end = len(MCAP_MAGIC)
         while end + 9 <= size:
