@@ -115,18 +115,20 @@ class Observer:
         reliable = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
         node.create_subscription(RobotAction, ACTION_TOPIC, self._on_action, reliable)
         node.create_subscription(DiagnosticArray, DIAGNOSTICS_TOPIC, self._on_diagnostics, reliable)
+        self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._spin, daemon=True)
         self.thread.start()
 
     def _spin(self) -> None:
-        import rclpy
-
-        while rclpy.ok():
+        while not self.stopping.is_set():
             self.executor.spin_once(timeout_sec=0.1)
 
     def close(self) -> None:
+        """Its thread stops before the executor and rclpy do (with a 5 s join a starved thread still spun after
+        ``rclpy.shutdown()`` and died on the invalid context)."""
+        self.stopping.set()
+        self.thread.join()
         self.executor.shutdown()
-        self.thread.join(timeout=5)
         self.node.destroy_node()
 
     def _on_action(self, msg) -> None:
