@@ -14,7 +14,7 @@ from rosbags.rosbag2 import Reader
 from rynn_common.description import default_urdf_path
 from rynn_robot_bridge.recording.metadata import SIDECAR_NAME, EpisodeSetup, checkpoint_sha256, file_sha256, portable_name
 from rynn_robot_bridge.recording.recorder import EpisodeRecorder, RecorderError, RecorderSettings
-from rynn_robot_bridge.recording.recover import find_incomplete, recover_episode
+from rynn_robot_bridge.recording.recover import MCAP_MAGIC, find_incomplete, recover_episode
 from rynn_robot_bridge.recording.recover import main as recover_main
 from rynn_robot_bridge.recording.rosbag2_mcap import INFINITE_NS, LATCHED_QOS, OfferedQos, make_typestore
 from rynn_robot_bridge.recording.settings import load_recorder_settings, parse_topic
@@ -142,7 +142,7 @@ def test_recover_an_episode_killed_before_its_mcap_magic_reached_the_disk(record
     crashed = tmp_path / "out" / "episode_0042"
     shutil.copytree(tmp_path / "out" / name, crashed)
     mcap = crashed / f"{name}.mcap"
-    mcap.write_bytes(b"\x89MCAP0\r\n"[:torn_to])
+    mcap.write_bytes(MCAP_MAGIC[:torn_to])
     recorder.stop()
     assert find_incomplete(tmp_path / "out") == [crashed]
 
