@@ -63,6 +63,11 @@ class ActionTrajectory:
         return True
 
     @property
+    def at_target(self) -> bool:
+        """The last step reached the target (at rest there until a new target)."""
+        return self.last_result == Result.Finished
+
+    @property
     def position(self) -> np.ndarray:
         return np.asarray(self._input.current_position)
 

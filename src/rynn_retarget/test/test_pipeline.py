@@ -158,6 +158,54 @@ def test_smoother_moves_as_the_shared_action_trajectory(pipeline_config):
         np.testing.assert_array_equal(velocity, reference.velocity)
 
 
+def test_smoother_stepped_over_skipped_periods_moves_as_fast_in_time(pipeline_config):
+    """A loop that publishes every 4th period (3 skipped) advances its smoother by 4 periods a tick: at each
+    of its ticks it is exactly where one stepped every period is, reaches the target at the same time, and
+    between its commands stays within the velocity limit over the time they span."""
+    pipeline = RetargetPipeline(pipeline_config)
+    every_period, starved = pipeline.make_smoother(), pipeline.make_smoother()
+    velocity_limit = pipeline_config.smoothing.limits()[0]
+    previous = starved.target  # at rest there
+    target = np.clip(previous + 0.5, pipeline.lower, pipeline.upper)
+    every_period.set_target(target)
+    starved.set_target(target)
+    for tick in range(1, 101):  # 2 s at 200 Hz; arms at 2 rad/s arrive after ~0.35 s
+        for _ in range(4):
+            position, _ = every_period.step()
+        starved_position, _ = starved.step(4)
+        np.testing.assert_allclose(starved_position, position, atol=1e-9)
+        assert np.all(np.abs(starved_position - previous) <= velocity_limit * 4 * every_period.period + 1e-9)
+        previous = starved_position
+        if tick == 25:  # 0.5 s: already moved as far as the limits allow in 0.5 s, not in 25 periods
+            assert np.abs(starved_position - starved.target).max() < 0.05
+    np.testing.assert_allclose(starved_position, target, atol=1e-9)
+
+
+def test_output_schedule_numbers_every_period_once_whatever_the_lateness():
+    """Ticks late by less than the catch-up bound are caught up (one period each, due at once); a longer stall
+    is skipped: the next tick covers the whole periods missed, so the period indices (the command sequence)
+    always equal the elapsed time x rate, and the grid of the first tick is kept."""
+    from rynn_retarget.smoothing import OutputSchedule
+
+    period = 0.005
+    schedule = OutputSchedule(period, max_catch_up_s=0.02, start=100.0)
+    assert schedule.next_tick(100.001) == (pytest.approx(0.004), 1)  # on time: wait for the next period
+    assert schedule.index == 1
+    delay, periods = schedule.next_tick(100.025)  # due at 100.010, 15 ms late: caught up, no skip
+    assert (periods, schedule.skipped) == (1, 0) and delay == pytest.approx(-0.015)
+    delay, periods = schedule.next_tick(100.5123)  # due at 100.015: 497.3 ms late, 99 whole periods skipped
+    assert (periods, schedule.skipped, schedule.index) == (100, 99, 102)
+    assert delay == pytest.approx(100.0 + 102 * period - 100.5123) and -period < delay <= 0  # on the grid, due now
+    now = 100.5123
+    for _ in range(1000):  # a starved loop: each tick ends 3-40 ms after the last
+        now += 0.003 + 0.037 * ((_ * 7919) % 100) / 100
+        delay, periods = schedule.next_tick(now)
+        assert periods == 1 or delay > -period
+        now += max(delay, 0.0)
+    assert schedule.index == round((now - 100.0) / period)  # every period published or skipped, once
+    assert schedule.skipped > 0
+
+
 def test_synthetic_operator_is_repeatable_and_seedable():
     a = SyntheticOperator(SyntheticOperatorConfig(seed=9)).frame_at(3.21)
     b = SyntheticOperator(SyntheticOperatorConfig(seed=9)).frame_at(3.21)

@@ -11,7 +11,9 @@ nodes in one process (the graph's operator container), their messages reach ``on
 ``on_hands`` in-process, on their feed threads, not deserialised from DDS (rynn_common.local_delivery).
 
 Publishes
-- ``/rynn/action`` (RobotAction, frame base_link), 200 Hz
+- ``/rynn/action`` (RobotAction, frame base_link), 200 Hz; ``sequence`` numbers the control periods: a
+  period the starved loop skipped (counted, ``dropped.skipped_output_period``) is a gap, and the next
+  command is where the smoother is by then (its limits are in seconds, not in messages)
 - ``/rynn/command/joint_states`` (JointState of the same command; the bridge owns /joint_states)
 - ``/rynn/operator/skeleton_camera`` (BimanualSkeleton in camera_color_optical_frame, stamped
   with the tracker sample; elbows = the commanded robot elbows), for the world model
@@ -63,12 +65,14 @@ from rynn_retarget.kinematics.calibration import save_calibration
 from rynn_retarget.kinematics.transforms import matrix_from_transform
 from rynn_retarget.operator.frame import TRACKER_NAMES, HandSkeleton, OperatorFrame
 from rynn_retarget.pipeline import RetargetPipeline
+from rynn_retarget.smoothing import OutputSchedule
 
 SIDES = ("left", "right")
 # Guard counters that mean "not used" rather than "invalid" (TeleopStatus.dropped_inputs).
 GUARD_DROPS = {"out_of_order", "missing_tracker", "hand_lost", "stale"}
-# A tick late by less than this is caught up (rate kept); beyond it the schedule restarts and the whole
-# periods missed are counted (dropped.skipped_output_period): published + skipped = rate x time, whatever the load.
+# A tick late by less than this is caught up (rate kept); beyond it the whole periods missed are skipped, counted
+# (dropped.skipped_output_period) and covered by the next command: published + skipped = rate x time, and the
+# command moves as fast in time, whatever the load (rynn_retarget.smoothing.OutputSchedule).
 MAX_CATCH_UP_S = 0.02
 # The 200 Hz thread must get the GIL back quickly from the retarget worker (default 5 ms).
 GIL_SWITCH_INTERVAL_S = 0.0005
@@ -95,7 +99,6 @@ class RetargetNode(Node):
         self.stale_after = self.pipeline.config.guard.stale_after_s
         self.hands: dict | None = None  # latest glove sample as arrays + receive time
         self.last_frame: OperatorFrame | None = None
-        self.sequence = 0
         # Each input stream's stamps: advancing, and bounded against this node's clock (never latch).
         self.tf_stamps = StampBound(self.pipeline.config.guard.max_future_s)
         self.hands_stamps = StampBound(self.pipeline.config.guard.max_future_s)
@@ -234,8 +237,8 @@ class RetargetNode(Node):
 
     # --- 200 Hz output --------------------------------------------------------
     def output_loop(self) -> None:
-        period = self.smoother.period
-        next_tick = time.monotonic()
+        schedule = OutputSchedule(self.smoother.period, MAX_CATCH_UP_S, time.monotonic())
+        periods = 1  # this tick's: 1 + the periods skipped before it (the smoother's limits are in seconds)
         last_tick = None
         while self._running and rclpy.ok(context=self.context):
             now = time.monotonic()
@@ -247,26 +250,24 @@ class RetargetNode(Node):
             else:
                 self.stats.clear_fault("stale_input")
             with self.smoother_lock:
-                position, velocity = self.smoother.step()
+                position, velocity = self.smoother.step(periods)
             # Ruckig may overshoot a limit by rounding; the robot rejects any excursion.
-            self.publish_command(np.clip(position, self.pipeline.lower, self.pipeline.upper), velocity)
-            next_tick += period
-            delay = next_tick - time.monotonic()
+            self.publish_command(np.clip(position, self.pipeline.lower, self.pipeline.upper), velocity, schedule.index)
+            delay, periods = schedule.next_tick(time.monotonic())
+            if periods > 1:  # hopelessly behind: the missed periods are skipped (counted), a gap in the sequence
+                self.stats.drop("skipped_output_period", periods - 1)
             if delay > 0:
                 time.sleep(delay)
-            elif delay < -MAX_CATCH_UP_S:  # hopelessly behind: skip the missed periods (counted), restart the schedule
-                self.stats.drop("skipped_output_period", int(-delay / period))
-                next_tick = time.monotonic()
 
-    def publish_command(self, position: np.ndarray, velocity: np.ndarray) -> None:
+    def publish_command(self, position: np.ndarray, velocity: np.ndarray, sequence: int) -> None:
+        """``sequence``: the control period's index (skipped periods and refused commands leave gaps)."""
         stamp = self.get_clock().now().to_msg()
         try:
-            action = make_robot_action(position, stamp, BASE_FRAME, self.sequence)
+            action = make_robot_action(position, stamp, BASE_FRAME, sequence)
         except ValueError as error:  # the smoother never yields NaN; this guards the invariant
             self.stats.reject("invalid_command")
             self.get_logger().error(f"not publishing an invalid command: {error}", throttle_duration_sec=1.0)
             return
-        self.sequence += 1
         self.action_pub.publish(action)
         state = JointState(name=self.names, position=position.tolist(), velocity=velocity.tolist())
         state.header.stamp = stamp
