@@ -4,6 +4,8 @@ Tiny random-weight model: these tests check the node's contract (formats, stamps
 mode following, re-anchoring, faults), not image quality.
 """
 
+from dataclasses import dataclass, field
+
 import numpy as np
 import pytest
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -49,23 +51,48 @@ def world_model(start_process):
     return proc
 
 
-def test_digital_mode_streams_realsense_identical_frames_stamped_by_skeleton(ros_node, world_model):
+@dataclass
+class NodeTopics:
+    """The node's outputs as collected here, and publishers of its inputs (as the bridge and the
+    retargeter would send them)."""
+
+    mode: object  # /rynn/mode, latched
+    real_camera: object
+    skeletons: object
+    images: list = field(default_factory=list)
+    infos: list = field(default_factory=list)
+    statuses: list = field(default_factory=list)
+    diagnostics: list = field(default_factory=list)
+
+
+@pytest.fixture
+def topics(ros_node) -> NodeTopics:
     from diagnostic_msgs.msg import DiagnosticArray
     from rynn_teleop_msgs.msg import BimanualSkeleton, TeleopStatus
     from sensor_msgs.msg import CameraInfo, Image
     from std_msgs.msg import String
 
+    topics = NodeTopics(
+        mode=ros_node.create_publisher(String, "/rynn/mode", MODE_QOS),
+        real_camera=ros_node.create_publisher(Image, "/rynn/real/camera/color/image_raw", RELIABLE),
+        skeletons=ros_node.create_publisher(BimanualSkeleton, "/rynn/operator/skeleton_camera", RELIABLE),
+    )
+    ros_node.create_subscription(TeleopStatus, "/rynn/status", topics.statuses.append, RELIABLE)
+    ros_node.create_subscription(Image, "/rynn/digital/camera/color/image_raw", topics.images.append, RELIABLE)
+    ros_node.create_subscription(CameraInfo, "/rynn/digital/camera/color/camera_info", topics.infos.append, RELIABLE)
+    ros_node.create_subscription(DiagnosticArray, "/diagnostics", topics.diagnostics.append, RELIABLE)
+    return topics
+
+
+def test_digital_mode_streams_realsense_identical_frames_stamped_by_skeleton(ros_node, world_model, topics):
+    from rynn_teleop_msgs.msg import TeleopStatus
+    from std_msgs.msg import String
+
     from rynn_common.description import D435I_COLOR
     from rynn_common.ros_conversions import time_from_seconds
 
-    images, infos, diagnostics, statuses = [], [], [], []
-    ros_node.create_subscription(TeleopStatus, "/rynn/status", statuses.append, RELIABLE)
-    ros_node.create_subscription(Image, "/rynn/digital/camera/color/image_raw", images.append, RELIABLE)
-    ros_node.create_subscription(CameraInfo, "/rynn/digital/camera/color/camera_info", infos.append, RELIABLE)
-    ros_node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, RELIABLE)
-    mode_pub = ros_node.create_publisher(String, "/rynn/mode", MODE_QOS)
-    real_pub = ros_node.create_publisher(Image, "/rynn/real/camera/color/image_raw", RELIABLE)
-    skeleton_pub = ros_node.create_publisher(BimanualSkeleton, "/rynn/operator/skeleton_camera", RELIABLE)
+    images, infos, diagnostics, statuses = topics.images, topics.infos, topics.diagnostics, topics.statuses
+    mode_pub, real_pub, skeleton_pub = topics.mode, topics.real_camera, topics.skeletons
 
     # Real mode: the real camera runs (10 Hz here), the node waits and publishes nothing.
     mode_pub.publish(String(data="real"))
@@ -143,15 +170,12 @@ def test_digital_mode_streams_realsense_identical_frames_stamped_by_skeleton(ros
     assert world_model.poll() is None
 
 
-def test_without_any_reference_the_node_reports_a_fault_and_publishes_nothing(ros_node, world_model):
+def test_without_any_reference_the_node_reports_a_fault_and_publishes_nothing(ros_node, world_model, topics):
     from rynn_teleop_msgs.msg import TeleopStatus
-    from sensor_msgs.msg import Image
     from std_msgs.msg import String
 
-    images, statuses = [], []
-    ros_node.create_subscription(Image, "/rynn/digital/camera/color/image_raw", images.append, RELIABLE)
-    ros_node.create_subscription(TeleopStatus, "/rynn/status", statuses.append, RELIABLE)
-    ros_node.create_publisher(String, "/rynn/mode", MODE_QOS).publish(String(data="digital"))
+    images, statuses = topics.images, topics.statuses
+    topics.mode.publish(String(data="digital"))
 
     def fault_reported():
         return any(s.source == "world_model_node" and any("no reference image" in f for f in s.faults) for s in statuses)
@@ -161,24 +185,17 @@ def test_without_any_reference_the_node_reports_a_fault_and_publishes_nothing(ro
     assert not images
 
 
-def test_digital_mode_never_anchors_on_the_held_real_robots_camera(ros_node, world_model):
+def test_digital_mode_never_anchors_on_the_held_real_robots_camera(ros_node, world_model, topics):
     """After the switch the bridge holds the real robot, so its camera no longer shows what the
     operator commands. The node anchors on a real frame at the switch and never again while
     digital: the held camera's frames here are unreadable (yuv422), so a node that converted one
     for a periodic re-anchor (every 12 frames: 2 blocks) would count a rejected real_image."""
-    from diagnostic_msgs.msg import DiagnosticArray
-    from rynn_teleop_msgs.msg import BimanualSkeleton
-    from sensor_msgs.msg import Image
     from std_msgs.msg import String
 
     from rynn_common.ros_conversions import time_from_seconds
 
-    images, diagnostics = [], []
-    ros_node.create_subscription(Image, "/rynn/digital/camera/color/image_raw", images.append, RELIABLE)
-    ros_node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, RELIABLE)
-    mode_pub = ros_node.create_publisher(String, "/rynn/mode", MODE_QOS)
-    real_pub = ros_node.create_publisher(Image, "/rynn/real/camera/color/image_raw", RELIABLE)
-    skeleton_pub = ros_node.create_publisher(BimanualSkeleton, "/rynn/operator/skeleton_camera", RELIABLE)
+    images, diagnostics = topics.images, topics.diagnostics
+    mode_pub, real_pub, skeleton_pub = topics.mode, topics.real_camera, topics.skeletons
     mode_pub.publish(String(data="real"))
     assert wait_until(lambda: real_pub.get_subscription_count() > 0, 30.0, spin=ros_node.spin_once), read_log(world_model)
     held_camera, last_frame, skeletons_from, sent = False, 0.0, None, 0
