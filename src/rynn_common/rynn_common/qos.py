@@ -26,6 +26,38 @@ world model's frame clock resamples every skeleton); 10 deep (rclpy's usual dept
 consumer that fell behind wants the newest samples, not a backlog (the recorder keeps its own 500).
 For now also the glove node's recorded ``/rynn/operator/hands`` writer, which by the rule above
 should take ``RECORDED_STREAM_QOS`` (not switched: it could not be tested under load).
+
+``LATEST_ONLY_QOS``: readers that use only the newest sample, where a lost one is replaced by the
+next: the bridge's ``/rynn/action`` input (the newest command wins), the world model's real-camera
+input (it anchors on the newest real frame it holds), the console's joint-state and skeleton views
+(each drawn from the newest at the view's own rate). Best effort, depth 1: nothing is resent or
+queued for a reader that would drop it anyway.
+
+``LATEST_IMAGE_QOS``: readers of camera images that show or relay only the newest frame: the
+bridge's camera sources (image and camera info), the console's camera views. Reliable: a
+best-effort subscription lost ~40% of 640x480 frames (``benchmarks/bench_bridge.py``), and a
+best-effort camera publisher does not match (the bridge reports it as a fault). Depth 1: a reader
+that fell behind gets the newest frame, never a backlog.
+
+``CAMERA_DRIVER_QOS``: the camera writers that stand in for realsense2_camera
+(``realsense_camera_node``, the simulated robot's camera): reliable like realsense2_camera's
+default, so reliable and best-effort readers both match; 5 deep (the depth the node was written
+with).
+
+``DIGITAL_CAMERA_QOS``: the world model's digital camera writer (image and camera info). Reliable
+as the real camera; 2 deep: with ``CAMERA_DRIVER_QOS``'s 5, ``test_world_model_node.py``'s CameraInfo
+check failed twice under load 47 and passed at 2 (cause not found).
+
+``REPORTS_QOS``: the console's readers of ``/tf``, ``/rynn/status`` and ``/diagnostics``. Several
+writers share each topic and each message carries its own writer's (or frame's) state, so a newer
+message does not replace an older one: reliable, and 20 deep so that one writer's burst does not
+push another's out before the console reads it.
+
+``RECORDER_STREAM_QOS``, ``RECORDER_IMAGE_QOS``: the recorder's readers (latched topics take
+``LATCHED_QOS``). Reliable, and deep enough for the backlog a recorder the machine starves must catch
+up on: when a KEEP_LAST queue is full DDS replaces the oldest message unseen (no lost event); a
+5-minute soak on the loaded machine lost 853 actions so. Images 60 (~2 s of 30 FPS 640x480 frames),
+everything else 2000 (10 s of 200 Hz actions and joint states).
 """
 
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -36,3 +68,10 @@ RECORDED_CAMERA_QOS = QoSProfile(depth=30, reliability=ReliabilityPolicy.RELIABL
 STATUS_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)  # 10 s at 10 Hz
 TF_QOS = RECORDED_STREAM_QOS
 LIVE_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+LATEST_ONLY_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
+LATEST_IMAGE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+CAMERA_DRIVER_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
+DIGITAL_CAMERA_QOS = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
+REPORTS_QOS = QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE)
+RECORDER_STREAM_QOS = QoSProfile(depth=2000, reliability=ReliabilityPolicy.RELIABLE)
+RECORDER_IMAGE_QOS = QoSProfile(depth=60, reliability=ReliabilityPolicy.RELIABLE)

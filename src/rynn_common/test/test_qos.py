@@ -1,12 +1,14 @@
 """One latched profile: every publisher and subscriber of /rynn/mode, /robot_description and
 /tf_static takes LATCHED_QOS, so none can drift to a durability that silently loses the state.
-The live endpoints take LIVE_QOS, so no node module spells its own reliable depth-10 profile."""
+Every endpoint takes a named profile from rynn_common.qos (the live ones LIVE_QOS), so no module
+spells a profile of its own and each profile's depth and reliability is explained in one place."""
 
 import re
 from pathlib import Path
 
-from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
+from rynn_common import qos
 from rynn_common.qos import LATCHED_QOS, LIVE_QOS
 
 SOURCES = Path(__file__).resolve().parents[2]  # src/
@@ -28,12 +30,19 @@ def test_live_profile_is_reliable_and_keeps_the_newest_ten():
         10, ReliabilityPolicy.RELIABLE, DurabilityPolicy.VOLATILE)
 
 
-def test_no_node_module_defines_its_own_live_profile():
-    """Neither a QoSProfile(depth=10, ...RELIABLE) of its own nor a bare depth (rclpy's reliable
-    depth-N profile) passed to create_publisher / create_subscription."""
-    own_profile = re.compile(r"QoSProfile\(depth=10, reliability=ReliabilityPolicy\.RELIABLE\)")
+def test_no_module_builds_its_own_profile():
+    """Neither a QoSProfile(...) of its own, nor one of rclpy's predefined profiles, nor a bare depth
+    (rclpy's reliable depth-N profile) passed to create_publisher / create_subscription."""
+    own_profile = re.compile(r"QoSProfile\(")
+    rclpy_profile = re.compile(r"\bqos_profile_\w+|QoSPresetProfiles")
     bare_depth = re.compile(r"create_(publisher|subscription)\([^\n]*, \d+\)")
     offenders = sorted(f"{path.relative_to(SOURCES)}: {match.group(0)}" for path in SOURCES.rglob("*.py")
                        if "/test/" not in str(path) and path.name != "qos.py"
-                       for pattern in (own_profile, bare_depth) for match in pattern.finditer(path.read_text()))
+                       for pattern in (own_profile, rclpy_profile, bare_depth) for match in pattern.finditer(path.read_text()))
     assert offenders == [], offenders
+
+
+def test_every_profile_says_why_in_the_module_docstring():
+    profiles = [name for name, value in vars(qos).items() if isinstance(value, QoSProfile)]
+    assert "LATEST_ONLY_QOS" in profiles and "RECORDER_IMAGE_QOS" in profiles
+    assert [name for name in profiles if f"``{name}``" not in qos.__doc__] == []

@@ -9,17 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 from builtin_interfaces.msg import Time
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
 
 from rynn_common.description import CameraIntrinsics
 from rynn_common.ros_names import CAMERA_FRAME
 from rynn_robot_bridge.image_layout import IMAGE_CHANNELS, image_layout_problem
-
-# RELIABLE like realsense2_camera's default: matches both reliable and best-effort subscribers.
-CAMERA_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE,
-                        history=HistoryPolicy.KEEP_LAST, depth=5)
 
 
 def make_image(rgb: np.ndarray, stamp: Time, frame_id: str = CAMERA_FRAME) -> Image:

@@ -19,7 +19,7 @@ def test_camera_renders_anchor_frames_only_while_digital_and_full_rate_again_whe
     from sensor_msgs.msg import Image
     from std_msgs.msg import String
 
-    from rynn_robot_bridge.ros_camera import CAMERA_QOS
+    from rynn_common.qos import CAMERA_DRIVER_QOS
 
     wait_until, read_log = repo_conftest.wait_until, repo_conftest.read_log
     latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -34,9 +34,9 @@ def test_camera_renders_anchor_frames_only_while_digital_and_full_rate_again_whe
     spin = ros_node.spin_once
     assert wait_until(lambda: "mode digital: camera at 0.25 Hz" in read_log(sim), 90.0, spin=spin), read_log(sim)
     assert wait_until(lambda: len(frames) >= 1, 30.0, spin=spin), read_log(sim)
-    # the camera QoS is the one realsense_camera_node offers too (ros_camera.CAMERA_QOS)
+    # the camera QoS is the one realsense_camera_node offers too (rynn_common.qos.CAMERA_DRIVER_QOS)
     offered = [info.qos_profile for info in ros_node.get_publishers_info_by_topic("/camera/camera/color/image_raw")]
-    assert [(q.reliability, q.durability) for q in offered] == [(CAMERA_QOS.reliability, CAMERA_QOS.durability)]
+    assert [(q.reliability, q.durability) for q in offered] == [(CAMERA_DRIVER_QOS.reliability, CAMERA_DRIVER_QOS.durability)]
     digital_from = time.monotonic()
     wait_until(lambda: False, 3.0, spin=spin)  # three seconds of digital mode
     assert frames_in(frames, digital_from) <= 2, frames_in(frames, digital_from)  # one every 4 s, not 20 a second

@@ -38,7 +38,6 @@ import time
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rynn_teleop_msgs.msg import RobotAction, TeleopStatus
 from rynn_teleop_msgs.srv import SetMode
 from sensor_msgs.msg import CameraInfo, Image, JointState
@@ -49,7 +48,7 @@ from rynn_common.config_paths import find_config
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
-from rynn_common.qos import LATCHED_QOS, LIVE_QOS, RECORDED_CAMERA_QOS, RECORDED_STREAM_QOS, STATUS_QOS
+from rynn_common.qos import LATCHED_QOS, LATEST_IMAGE_QOS, LATEST_ONLY_QOS, LIVE_QOS, RECORDED_CAMERA_QOS, RECORDED_STREAM_QOS, STATUS_QOS
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status
 from rynn_common.ros_names import ACTION_TOPIC, DIAGNOSTICS_TOPIC, JOINT_STATES_TOPIC, MODE_TOPIC, SET_MODE_SERVICE, STATUS_TOPIC
 from rynn_robot_bridge.bridge.camera_router import CameraRouter, FrameFormat, Routed
@@ -64,11 +63,6 @@ from rynn_robot_bridge.image_layout import read_image_header
 from rynn_robot_bridge.lcm_protocol import RobotState
 
 NODE_NAME = "rynn_bridge"
-# Camera sources: RELIABLE. A best-effort subscription lost ~40% of 640x480 frames here (benchmarks/bench_bridge.py);
-# a best-effort camera publisher does not match and is reported as a status fault. Depth 1: should the relay fall
-# behind, the newest frame replaces a waiting one (latest wins; a live view must never show a backlog).
-CAMERA_SOURCE_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
-ACTION_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)  # newest wins
 
 
 class BridgeNode(Node):
@@ -114,11 +108,11 @@ class BridgeNode(Node):
         ):
             incompatible = SubscriptionEventCallbacks(incompatible_qos=lambda event, t=image_topic: self._incompatible_source(t, event))
             # raw: frames are relayed as the bytes received (no 900 kB deserialize + re-serialize per frame)
-            self.create_subscription(Image, image_topic, lambda raw, s=source: self._relay_image(s, raw), CAMERA_SOURCE_QOS,
+            self.create_subscription(Image, image_topic, lambda raw, s=source: self._relay_image(s, raw), LATEST_IMAGE_QOS,
                                      event_callbacks=incompatible, raw=True)
-            self.create_subscription(CameraInfo, info_topic, lambda raw, s=source: self._relay_info(s, raw), CAMERA_SOURCE_QOS,
+            self.create_subscription(CameraInfo, info_topic, lambda raw, s=source: self._relay_info(s, raw), LATEST_IMAGE_QOS,
                                      raw=True)
-        self.create_subscription(RobotAction, ACTION_TOPIC, self._on_action, ACTION_QOS)
+        self.create_subscription(RobotAction, ACTION_TOPIC, self._on_action, LATEST_ONLY_QOS)
         self.create_service(SetMode, SET_MODE_SERVICE, self._on_set_mode)
         self.create_timer(1.0 / settings.status_rate_hz, self._publish_status)
 

@@ -26,11 +26,11 @@ from sensor_msgs.msg import CameraInfo, Image
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
-from rynn_common.qos import LIVE_QOS
+from rynn_common.qos import CAMERA_DRIVER_QOS, LIVE_QOS
 from rynn_common.ros_conversions import make_diagnostics
 from rynn_common.ros_names import DIAGNOSTICS_TOPIC
 from rynn_robot_bridge.realsense_source import CameraSourceError, RealSenseColorStream, RealSenseSettings
-from rynn_robot_bridge.ros_camera import CAMERA_QOS, make_camera_info, make_image
+from rynn_robot_bridge.ros_camera import make_camera_info, make_image
 
 READ_TIMEOUT_S = 1.0
 
@@ -74,8 +74,8 @@ class RealSenseCameraNode(Node):
         prefix = "/" + "/".join(p for p in (namespace, name, "color") if p)
         self.stream = RealSenseColorStream(RealSenseSettings(serial, recording, width, height, fps, real_time, repeat))
         self.calibration = self.stream.open()  # CameraSourceError: no device, unreadable file
-        self.image_pub = self.create_publisher(Image, f"{prefix}/image_raw", CAMERA_QOS)
-        self.info_pub = self.create_publisher(CameraInfo, f"{prefix}/camera_info", CAMERA_QOS)
+        self.image_pub = self.create_publisher(Image, f"{prefix}/image_raw", CAMERA_DRIVER_QOS)
+        self.info_pub = self.create_publisher(CameraInfo, f"{prefix}/camera_info", CAMERA_DRIVER_QOS)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, LIVE_QOS)
         self.stats = PipelineStats()  # outputs = frames published; drops: read timeouts; fault: device errors
         self.create_timer(1.0, self._publish_diagnostics)

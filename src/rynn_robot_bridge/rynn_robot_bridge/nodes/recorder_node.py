@@ -24,7 +24,7 @@ import time
 from diagnostic_msgs.msg import DiagnosticArray, KeyValue
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile
 from rynn_teleop_msgs.msg import TeleopStatus
 from std_srvs.srv import Trigger
 
@@ -32,7 +32,7 @@ from rynn_common.config_paths import find_config
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
-from rynn_common.qos import LATCHED_QOS, LIVE_QOS, STATUS_QOS
+from rynn_common.qos import LATCHED_QOS, LIVE_QOS, RECORDER_IMAGE_QOS, RECORDER_STREAM_QOS, STATUS_QOS
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status
 from rynn_common.ros_names import DIAGNOSTICS_TOPIC, RECORDER_SERVICES, STATUS_TOPIC
 from rynn_robot_bridge.recording.recorder import EpisodeRecorder, RecorderError
@@ -41,10 +41,6 @@ from rynn_robot_bridge.recording.rosbag2_mcap import OfferedQos
 from rynn_robot_bridge.recording.settings import RecorderSettings, parse_topic
 
 NODE_NAME = "rynn_recorder"
-# Seconds of backlog a recorder the machine starves can catch up on: when a KEEP_LAST queue is full, DDS
-# replaces the oldest message unseen (no lost event); a 5-min soak on the loaded machine lost 853 actions so.
-IMAGE_QUEUE_DEPTH = 60  # ~2 s of 30 FPS 640x480 frames
-QUEUE_DEPTH = 2000  # 10 s of 200 Hz actions and joint states
 
 
 def message_class(msgtype: str):
@@ -55,8 +51,7 @@ def message_class(msgtype: str):
 def subscription_qos(msgtype: str, latched: bool) -> QoSProfile:
     if latched:
         return LATCHED_QOS
-    depth = IMAGE_QUEUE_DEPTH if msgtype == "sensor_msgs/msg/Image" else QUEUE_DEPTH
-    return QoSProfile(depth=depth, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+    return RECORDER_IMAGE_QOS if msgtype == "sensor_msgs/msg/Image" else RECORDER_STREAM_QOS
 
 
 class RecorderNode(Node):

@@ -22,11 +22,11 @@ from rynn_common.config_paths import find_config
 from rynn_common.description import D435I_COLOR
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
-from rynn_common.qos import LATCHED_QOS
+from rynn_common.qos import CAMERA_DRIVER_QOS, LATCHED_QOS
 from rynn_common.ros_conversions import time_from_seconds
 from rynn_common.ros_names import CAMERA_INFO_TOPIC, IMAGE_TOPIC
 from rynn_robot_bridge.config import RobotConfig
-from rynn_robot_bridge.ros_camera import CAMERA_QOS, make_camera_info, make_image
+from rynn_robot_bridge.ros_camera import make_camera_info, make_image
 from rynn_robot_bridge.sim.realtime import RealtimeSimRobot
 from rynn_robot_bridge.sim.simulator import SimulatedRobot
 
@@ -44,8 +44,8 @@ class SimRobotNode(Node):
             control_rate_hz=config.controller.control_rate_hz,
             command_delay_s=config.controller.command_delay_ms / 1000.0,
         )
-        self.image_pub = self.create_publisher(Image, IMAGE_TOPIC, CAMERA_QOS)
-        self.info_pub = self.create_publisher(CameraInfo, CAMERA_INFO_TOPIC, CAMERA_QOS)
+        self.image_pub = self.create_publisher(Image, IMAGE_TOPIC, CAMERA_DRIVER_QOS)
+        self.info_pub = self.create_publisher(CameraInfo, CAMERA_INFO_TOPIC, CAMERA_DRIVER_QOS)
         self.runtime = RealtimeSimRobot(config, robot, on_frame=self._publish_frame)
         self.render_rates = {"real": config.sim.render_rate_hz,
                              "digital": min(config.sim.digital_render_rate_hz, config.sim.render_rate_hz)}

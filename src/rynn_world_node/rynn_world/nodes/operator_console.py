@@ -26,7 +26,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from rclpy.node import Node
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile
 from rclpy.serialization import deserialize_message
 from rynn_teleop_msgs.msg import BimanualSkeleton, TeleopStatus
 from rynn_teleop_msgs.srv import SetMode
@@ -38,7 +38,7 @@ from tf2_msgs.msg import TFMessage
 from rynn_common.description import resolve_urdf_path
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
-from rynn_common.qos import LATCHED_QOS
+from rynn_common.qos import LATCHED_QOS, LATEST_IMAGE_QOS, LATEST_ONLY_QOS, REPORTS_QOS
 from rynn_common.ros_conversions import seconds_from_time
 from rynn_common.ros_names import (
     CAMERA_SKELETON_TOPIC,
@@ -74,9 +74,6 @@ from rynn_world.console.settings import ConsoleSettings
 from rynn_world.console.streams import RequiredStream, StreamStats, stale_banner
 
 NODE_NAME = "operator_console"
-NEWEST = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
-CAMERA_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
-REPORTS_QOS = QoSProfile(depth=20, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 TEXT_PERIOD_S = 0.5  # captions, health and recording text
 SCENE_PERIOD_S = 0.2  # the 3D view at 5 Hz: enough to follow the arms, and each update costs ~10 ms
 OTHER_CAMERA_FPS = 5.0
@@ -422,11 +419,11 @@ def make_viewer(console: OperatorConsoleNode) -> Node:
         viewer.create_subscription(msg_type, topic, callback, qos, raw=raw)
 
     for topic in console.frames:  # the other source is chosen by the mode when shown
-        subscribe(Image, topic, lambda raw, t=topic: console._on_frame(console.frames[t], raw), CAMERA_QOS, raw=True)
+        subscribe(Image, topic, lambda raw, t=topic: console._on_frame(console.frames[t], raw), LATEST_IMAGE_QOS, raw=True)
     subscribe(String, MODE_TOPIC, console._on_mode, LATCHED_QOS)
-    subscribe(JointState, JOINT_STATES_TOPIC, console._on_measured, NEWEST, raw=True)
-    subscribe(JointState, COMMAND_JOINT_STATES_TOPIC, console._on_commanded, NEWEST, raw=True)
-    subscribe(BimanualSkeleton, CAMERA_SKELETON_TOPIC, console._on_skeleton, NEWEST)
+    subscribe(JointState, JOINT_STATES_TOPIC, console._on_measured, LATEST_ONLY_QOS, raw=True)
+    subscribe(JointState, COMMAND_JOINT_STATES_TOPIC, console._on_commanded, LATEST_ONLY_QOS, raw=True)
+    subscribe(BimanualSkeleton, CAMERA_SKELETON_TOPIC, console._on_skeleton, LATEST_ONLY_QOS)
     subscribe(TFMessage, TF_TOPIC, console._on_tf, REPORTS_QOS)
     subscribe(TeleopStatus, STATUS_TOPIC, console._on_status, REPORTS_QOS)
     subscribe(DiagnosticArray, DIAGNOSTICS_TOPIC, console._on_diagnostics, REPORTS_QOS)

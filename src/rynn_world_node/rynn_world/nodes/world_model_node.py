@@ -34,7 +34,6 @@ import numpy as np
 import torch
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rynn_teleop_msgs.msg import BimanualSkeleton, TeleopStatus
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import String
@@ -44,7 +43,7 @@ from rynn_common.description import D435I_COLOR
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
-from rynn_common.qos import LATCHED_QOS, LIVE_QOS, STATUS_QOS
+from rynn_common.qos import DIGITAL_CAMERA_QOS, LATCHED_QOS, LATEST_ONLY_QOS, LIVE_QOS, STATUS_QOS
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status, seconds_from_time, time_from_seconds
 from rynn_common.ros_names import DIAGNOSTICS_TOPIC, STATUS_TOPIC
 from rynn_robot_bridge.ros_camera import image_to_rgb, make_camera_info, make_image
@@ -53,9 +52,6 @@ from rynn_world.model.configs import get_config
 from rynn_world.nodes.model_loading import load_streaming_model
 from rynn_world.nodes.world_model_settings import WorldModelNodeSettings
 from rynn_world.skeleton import ControlSample
-
-LATEST_ONLY = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
-CAMERA_QOS = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
 
 
 class WorldModelNode(Node):
@@ -91,12 +87,12 @@ class WorldModelNode(Node):
                                         file_reference=self._read_reference(settings.reference_image), warn=self._warn,
                                         on_control=self.publish_control if self.control_pub else None)
 
-        self.image_pub = self.create_publisher(Image, settings.image_topic, CAMERA_QOS)
-        self.info_pub = self.create_publisher(CameraInfo, settings.camera_info_topic, CAMERA_QOS)
+        self.image_pub = self.create_publisher(Image, settings.image_topic, DIGITAL_CAMERA_QOS)
+        self.info_pub = self.create_publisher(CameraInfo, settings.camera_info_topic, DIGITAL_CAMERA_QOS)
         self.status_pub = self.create_publisher(TeleopStatus, STATUS_TOPIC, STATUS_QOS)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, LIVE_QOS)
         self.create_subscription(BimanualSkeleton, settings.skeleton_topic, self.on_skeleton, LIVE_QOS)
-        self.create_subscription(Image, settings.real_image_topic, self.session.offer_real_frame, LATEST_ONLY)
+        self.create_subscription(Image, settings.real_image_topic, self.session.offer_real_frame, LATEST_ONLY_QOS)
         self.create_subscription(String, settings.mode_topic, self.on_mode, LATCHED_QOS)
         self.create_timer(1.0 / settings.status_rate_hz, self.publish_status)
 
