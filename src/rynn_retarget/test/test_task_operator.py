@@ -11,8 +11,8 @@ from rynn_retarget.operator.task_operator import TaskOperator, arm_mappings, res
 from rynn_retarget.operator.task_plan import (
     ARRIVE_S,
     CUP_POINT,
-    PINCH_GRASP_POINT,
     POWER_GRASP_POINT,
+    TRIPOD_GRASP_POINT,
     OperatorStyle,
     SceneObject,
     SceneState,
@@ -64,8 +64,8 @@ def commanded_palm(operator: TaskOperator, side: str, t: float) -> np.ndarray:
 @pytest.mark.parametrize(("task", "side", "obj", "point"), [
     ("dual_picking", "left", "apple", CUP_POINT),
     ("dual_picking", "right", "banana", POWER_GRASP_POINT),
-    ("lid_placement", "left", "lid", PINCH_GRASP_POINT),
-    ("lid_placement", "right", "lid", PINCH_GRASP_POINT),
+    ("lid_placement", "left", "lid", TRIPOD_GRASP_POINT),
+    ("lid_placement", "right", "lid", TRIPOD_GRASP_POINT),
 ])
 def test_the_commanded_hand_reaches_the_object_to_grasp(pipeline, task, side, obj, point):
     style = OperatorStyle(hand=side, aim_error=np.array([0.02, -0.02, 0.02]))

@@ -85,3 +85,10 @@ def pinch_pose(closure: float) -> HandPose:
     """Thumb-index pinch; the other fingers stay relaxed."""
     c = float(np.clip(closure, 0.0, 1.0))
     return HandPose(finger_curl=(0.6 * c, 0.15 * c, 0.1 * c, 0.1 * c), thumb_flex=0.0, thumb_opposition=0.7 * c)
+
+
+def tripod_pose(closure: float) -> HandPose:
+    """Thumb against index and middle together (how a knob is lifted): three contacts, so the held
+    object cannot swing about the line between two fingertips as it does in a pinch."""
+    c = float(np.clip(closure, 0.0, 1.0))
+    return HandPose(finger_curl=(0.6 * c, 0.6 * c, 0.1 * c, 0.1 * c), thumb_flex=0.0, thumb_opposition=0.7 * c)

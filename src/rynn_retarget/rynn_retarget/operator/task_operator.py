@@ -18,12 +18,12 @@ import numpy as np
 
 from rynn_retarget.kinematics.transforms import invert, pose
 from rynn_retarget.operator.frame import HandSkeleton, OperatorFrame, SampledSource
-from rynn_retarget.operator.hand_model import grasp_pose, keypoints, pinch_pose
+from rynn_retarget.operator.hand_model import grasp_pose, keypoints, pinch_pose, tripod_pose
 from rynn_retarget.operator.synthetic import FRAME_PARTS, SHOULDER, SyntheticOperator, SyntheticOperatorConfig, elbow_position
 from rynn_retarget.operator.task_plan import SIDES, HandKey, TaskPlan, axis_angle_matrix
 
 GRIP_STEPS = 50  # glove closure is quantised to 2 %, so keypoints are computed once per level
-_GRIP_POSES = {"power": grasp_pose, "pinch": pinch_pose}
+_GRIP_POSES = {"power": grasp_pose, "pinch": pinch_pose, "tripod": tripod_pose}
 
 
 @functools.lru_cache(maxsize=512)

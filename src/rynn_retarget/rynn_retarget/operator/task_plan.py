@@ -233,9 +233,10 @@ def grasp_centre(rotation: np.ndarray, target: np.ndarray, offset: np.ndarray) -
 
 # Where a grasped object sits in the palm frame of the WUJI hand (right hand; mirrored in y for the
 # left), from the retargeted hand's keypoints: half-closed power-grasp fingertips curl to x ~ 0.07 m at
-# z ~ 0.1 m; the pinch's thumb and index tips meet near (0.08, 0.03, 0.1).
+# z ~ 0.1 m; the tripod's thumb, index and middle tips surround (0.08, 0.022, 0.108) as they stop on a
+# knob (closure ~0.8).
 POWER_GRASP_POINT = np.array([0.05, 0.005, 0.09])
-PINCH_GRASP_POINT = np.array([0.08, 0.025, 0.10])
+TRIPOD_GRASP_POINT = np.array([0.08, 0.022, 0.108])
 # Hand headings and pitches (rad) each task's grasps use: found reachable by the arm IK over the
 # scenes' sampled object ranges (test_task_operator checks the commanded hands get there).
 BANANA_PITCH = 0.5
@@ -251,10 +252,13 @@ LIFT_SQUEEZE = 0.035  # m each palm presses into the plush
 LIFT_HEIGHT = 0.10  # m the plush is lifted: its bottom clears the tray wall (0.04 m) by 5 cm
 ARRIVE_S = 0.3  # s the operator waits, once the hand is there, for the robot hand to arrive (it lags ~2-3 cm)
 CARRY_ABOVE = 0.06  # m above the place point the carried object arrives, then is lowered
-# The pinch closes fully (thumb and index 1.9 cm apart, the knob is 2.2-2.6 cm across; at 0.9 they stopped
-# 2.6 cm apart and did not hold it) from a pre-shape already near the knob (5.8 cm apart), so the closing
-# fingers do not sweep the knob away.
-LID_PITCH, LID_GRIP, LID_PRESHAPE = 0.3, 1.0, 0.6
+# The lid is held by its knob in a tripod, thumb against index and middle (a thumb-index pinch let it swing
+# 20-40 deg about the line between the two fingertips as it came off the table), closed fully (the tips
+# stop on the knob, 2.2-2.6 cm across) from a pre-shape already around it (5.8 cm apart), so the closing
+# fingers do not sweep the knob away; lifted and carried slowly (in 0.6 s / 1.3 s the hanging lid swung
+# 10-15 deg and the palm lagged the plan by up to 6 cm).
+LID_PITCH, LID_GRIP, LID_PRESHAPE, LID_GRIP_KIND = 0.3, 1.0, 0.6, "tripod"
+LID_LIFT_S, LID_CARRY_S = 1.0, 2.0
 LID_HEADINGS = {"left": (0.0, -0.9), "right": (0.9, 0.0)}  # (pick, place) headings: lid left, box right
 
 
@@ -280,7 +284,8 @@ def plan_task(scene: SceneState, rest: dict, style: OperatorStyle) -> TaskPlan:
 
 def _pick_and_place(tracks: _Tracks, side: str, target: np.ndarray, rotation: np.ndarray, grasp_point,
                     place: np.ndarray, place_rotation: np.ndarray, style: OperatorStyle, grip: float,
-                    kind: str = "power", lift: float = 0.10, clearance: float = 0.08, preshape: float = 0.25) -> None:
+                    kind: str = "power", lift: float = 0.10, clearance: float = 0.08, preshape: float = 0.25,
+                    lift_s: float = 0.6, carry_s: float = 1.3) -> None:
     """Approach above with the hand pre-shaped, correct the first aim, descend, (hesitate), close, lift,
     carry, lower, release, retreat."""
     up = np.array([0.0, 0.0, 1.0])
@@ -293,9 +298,9 @@ def _pick_and_place(tracks: _Tracks, side: str, target: np.ndarray, rotation: np
     tracks.hold(style.hesitation_s, "hesitate", side)
     tracks.move(0.5, "grasp", **{side: HandKey(grasp, rotation, grip, kind)})
     tracks.hold(0.15, "grasp", side)
-    tracks.move(0.6, "lift", **{side: HandKey(grasp + lift * up, rotation, grip, kind)})
+    tracks.move(lift_s, "lift", **{side: HandKey(grasp + lift * up, rotation, grip, kind)})
     drop = grasp_centre(place_rotation, place, grasp_point)
-    tracks.move(1.3, "carry", **{side: HandKey(drop + CARRY_ABOVE * up, place_rotation, grip, kind)})
+    tracks.move(carry_s, "carry", **{side: HandKey(drop + CARRY_ABOVE * up, place_rotation, grip, kind)})
     tracks.move(0.6, "place", **{side: HandKey(drop, place_rotation, grip, kind)})
     tracks.move(0.4, "release", **{side: HandKey(drop, place_rotation, 0.0, kind)})
     tracks.move(0.6, "retreat", **{side: HandKey(drop + clearance * up, place_rotation, 0.0, kind)})
@@ -408,7 +413,8 @@ def _plan_bimanual_lifting(tracks: _Tracks, scene: SceneState, rest: dict, style
 
 
 def _plan_lid_placement(tracks: _Tracks, scene: SceneState, rest: dict, style: OperatorStyle) -> None:
-    """One hand pinches the lid's knob, carries the lid over the box, turns it to the box's yaw and sets it on.
+    """One hand takes the lid's knob (thumb against index and middle), carries the lid over the box, turns
+    it to the box's yaw and sets it on.
 
     Each hand has headings it reaches the lid (left of the robot) and the box (right) with; the turn the
     lid needs (either way round: it is symmetric) is shared out between the pick and the place headings."""
@@ -423,6 +429,7 @@ def _plan_lid_placement(tracks: _Tracks, scene: SceneState, rest: dict, style: O
     rotation, place_rotation = palm_down(pick_heading, pitch=LID_PITCH), palm_down(place_heading, pitch=LID_PITCH)
     knob = lid.point(lid.grip_point)
     on_box = box.position + np.array([0.0, 0.0, 2 * box.half_extents[2] + lid.half_extents[2] + lid.grip_point[2] + 0.005])
-    _pick_and_place(tracks, side, knob, rotation, PINCH_GRASP_POINT, on_box, place_rotation, style,
-                    grip=LID_GRIP, kind="pinch", lift=0.15, preshape=LID_PRESHAPE)
+    _pick_and_place(tracks, side, knob, rotation, TRIPOD_GRASP_POINT, on_box, place_rotation, style,
+                    grip=LID_GRIP, kind=LID_GRIP_KIND, lift=0.15, preshape=LID_PRESHAPE, lift_s=LID_LIFT_S,
+                    carry_s=LID_CARRY_S)
     tracks.move(0.8, "return", **{side: rest[side]})
