@@ -28,7 +28,7 @@ def run(name, chain, side):
     for index in range(int(20 * 120)):
         skeleton = operator.frame_at(index / 120).hand(side).points
         start = time.perf_counter()
-        q = retargeter.retarget(skeleton)
+        q = retargeter.retarget(skeleton, index / 120)
         times.append(time.perf_counter() - start)
         errors.append(np.linalg.norm(chain.keypoints(q)[list(TIPS)] - skeleton[list(TIPS)], axis=1))
     errors = np.array(errors)

@@ -246,16 +246,16 @@ def arm_peers(args):
 
 
 class ProjectHand:
-    """The project's retargeter with the live configuration, output filter off (peers unfiltered too)."""
+    """The project's retargeter with the live configuration, unfiltered solutions (peers unfiltered too)."""
 
     def __init__(self, chain, config):
-        self.retargeter = HandRetargeter(chain, type(config)(**{**config.__dict__, "ema_alpha": 1.0}))
+        self.retargeter = HandRetargeter(chain, config)
 
     def reset(self):
         self.retargeter.reset()
 
     def solve(self, points):
-        return self.retargeter.retarget(points)
+        return self.retargeter.solve(points)
 
 
 class DexHand:

@@ -138,7 +138,7 @@ class RetargetPipeline:
                 action[ARM_SLICES[side]] = result.q
                 results[side] = result
             if side in clean.hands:
-                q_hand = self.hands[side].retarget(clean.hands[side])
+                q_hand = self.hands[side].retarget(clean.hands[side], clean.stamp)
                 if np.all(np.isfinite(q_hand)):
                     action[HAND_SLICES[side]] = q_hand
                     self._skeleton_hand[side] = clean.hands[side]

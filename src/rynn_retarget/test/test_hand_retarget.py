@@ -3,7 +3,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rynn_retarget.kinematics.hand_retarget import DISTAL_JOINT_INDICES, TIPS, HandRetargetConfig, HandRetargeter
+from rynn_retarget.kinematics.hand_retarget import DISTAL_JOINT_INDICES, TIPS, HandRetargetConfig, HandRetargeter, StampedEma
 from rynn_retarget.kinematics.robot_model import build_hand_chain, load_model
 from rynn_retarget.operator.hand_model import grasp_pose, keypoints, pinch_pose
 from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig
@@ -47,8 +47,8 @@ def test_hand_closes_when_the_human_hand_closes(robot_model, side):
     flexion = {}
     for closure in (0.0, 1.0):
         retargeter.reset()
-        for _ in range(30):
-            q = retargeter.retarget(keypoints(grasp_pose(closure), side))
+        for index in range(30):
+            q = retargeter.retarget(keypoints(grasp_pose(closure), side), index / 60)
         flexion[closure] = q[[4, 6, 8, 10, 12, 14, 16, 18]].mean()  # fingers 2-5, joints 1 and 3
         assert fingertip_error(chain, q, keypoints(grasp_pose(closure), side)).max() < 0.035
     assert flexion[1.0] > flexion[0.0] + 0.8
@@ -57,19 +57,62 @@ def test_hand_closes_when_the_human_hand_closes(robot_model, side):
 def test_pinch_brings_thumb_and_index_together(robot_model):
     chain = build_hand_chain(robot_model, "right")
     retargeter = HandRetargeter(chain)
-    for _ in range(30):
-        q = retargeter.retarget(keypoints(pinch_pose(1.0), "right"))
+    for index in range(30):
+        q = retargeter.retarget(keypoints(pinch_pose(1.0), "right"), index / 60)
     points = chain.keypoints(q)
     assert np.linalg.norm(points[4] - points[8]) < 0.025
 
 
-def test_ema_filters_a_step(robot_model):
+def sampled_step(rate_hz: float, alpha: float = 0.6, until_s: float = 0.3) -> dict[int, float]:
+    """A unit step just after t = 0, sampled at ``rate_hz`` from t = -0.1 s, filtered; the output
+    at each 50 ms instant (key: ms). (A sample stands for the time since the previous one, so the
+    step lies in the interval both rates see end at the same sample.)"""
+    ema = StampedEma(alpha, reference_rate_hz=60.0)
+    outputs = {}
+    for index in range(round(-0.1 * rate_hz), round(until_s * rate_hz) + 1):
+        t = index / rate_hz
+        value = ema.update(np.array([1.0 if t > 0.0 else 0.0]), t)[0]
+        if round(1000 * t) % 50 == 0:
+            outputs[round(1000 * t)] = value
+    return outputs
+
+
+def test_filter_lag_is_in_seconds_not_samples():
+    """A step sampled at 60 Hz and at 20 Hz (a starved solver) reads the same at the same time,
+    1 - 0.4^(60 t); a per-call filter read 1 - 0.4^(20 t) at 20 Hz (0.60 instead of 0.94 at 50 ms)."""
+    at_60, at_20 = sampled_step(60.0), sampled_step(20.0)
+    assert at_60.keys() == at_20.keys() and len(at_60) == 9
+    for ms, value in at_60.items():
+        expected = 0.0 if ms < 0 else 1.0 - 0.4 ** (60 * ms / 1000)
+        assert value == pytest.approx(expected, abs=1e-12)
+        assert at_20[ms] == pytest.approx(expected, abs=1e-12), f"{ms} ms"
+
+
+def test_filter_first_sample_passes_and_untimed_samples_get_no_weight():
+    ema = StampedEma(0.6, reference_rate_hz=60.0)
+    assert ema.update(np.array([2.0]), 10.0)[0] == 2.0  # first sample: nothing to lag behind
+    assert ema.update(np.array([5.0]), 10.0)[0] == 2.0  # same stamp: no time passed, held
+    assert ema.update(np.array([5.0]), 9.0)[0] == 2.0  # older stamp: held
+    assert ema.update(np.array([5.0]), float("nan"))[0] == 2.0  # no stamp: held
+    assert ema.stamp == 10.0
+    assert ema.update(np.array([5.0]), 10.0 + 1 / 60)[0] == pytest.approx(2.0 + 0.6 * 3.0)
+    assert ema.update(np.array([0.0]), 12.0)[0] == pytest.approx(0.0, abs=1e-12)  # 2 s later: caught up
+    ema.reset()
+    assert ema.update(np.array([7.0]), 0.0)[0] == 7.0
+
+
+def test_hand_output_is_the_solutions_filtered_over_their_stamps(robot_model):
+    """First skeleton: its solution as is; one 50 ms later weighs 1 - 0.4^3 (at 60 Hz, 0.6)."""
     chain = build_hand_chain(robot_model, "right")
-    retargeter = HandRetargeter(chain, HandRetargetConfig(ema_alpha=0.5))
-    closed = keypoints(grasp_pose(1.0), "right")
-    first = retargeter.retarget(closed)
-    raw = retargeter._solution
-    assert np.allclose(first, 0.5 * raw + 0.5 * np.clip(np.zeros(20), chain.lower, chain.upper), atol=1e-9)
+    retargeter = HandRetargeter(chain, HandRetargetConfig(ema_alpha=0.6, ema_reference_rate_hz=60.0))
+    first = retargeter.retarget(keypoints(grasp_pose(0.0), "right"), 5.0)
+    assert np.array_equal(first, retargeter._solution)
+    second = retargeter.retarget(keypoints(grasp_pose(1.0), "right"), 5.05)
+    assert np.abs(retargeter._solution - first).max() > 0.3
+    weight = 1.0 - 0.4**3
+    assert np.allclose(second, weight * retargeter._solution + (1.0 - weight) * first, atol=1e-9)
+    retargeter.reset()
+    assert np.array_equal(retargeter.retarget(keypoints(grasp_pose(1.0), "right"), 6.0), retargeter._solution)
 
 
 def closing_sequence():
@@ -79,8 +122,8 @@ def closing_sequence():
 
 def check_closing_hand_never_bends_back(chain):
     retargeter = HandRetargeter(chain)
-    for skeleton in closing_sequence():
-        q = retargeter.retarget(skeleton)
+    for index, skeleton in enumerate(closing_sequence()):
+        q = retargeter.retarget(skeleton, index / 120)
         distal = q[list(DISTAL_JOINT_INDICES)]
         assert distal.min() > -0.2, f"distal joint bent back to {distal.min():.2f} rad at closure"
         assert fingertip_error(chain, q, skeleton).max() < 0.035
@@ -103,7 +146,7 @@ def test_synthetic_operator_fingertips_within_9mm_p95_and_never_bent_back(robot_
     errors, distal = [], []
     for index in range(0, 120 * 10, 2):
         skeleton = operator.frame_at(index / 120).hand("right").points
-        q = retargeter.retarget(skeleton)
+        q = retargeter.retarget(skeleton, index / 120)
         errors.append(fingertip_error(chain, q, skeleton))
         distal.append(q[list(DISTAL_JOINT_INDICES)].min())
     assert np.percentile(errors, 95) < 0.009

@@ -10,11 +10,14 @@ solutions, one of them bent backwards (and the solver, started straight, finds
 it); the distal-joint vectors (weak: human and robot phalanx lengths differ)
 and a start at mid-range keep the finger shape human. Thumb-to-finger vectors weigh more when
 the operator's tips are close, so pinches close on the robot too.
-Warm-started, EMA-filtered.
+Warm-started; the output is low-pass filtered over the operator samples' stamps
+(``StampedEma``), so the lag is the same in seconds however irregularly a loaded
+process gets to solve.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,7 +45,11 @@ class HandRetargetConfig:
     pinch_weight: float = 0.3  # thumb -> fingertip vectors, far apart
     pinch_close_weight: float = 4.0  # ... when the operator's tips are within pinch_distance
     pinch_distance: float = 0.03  # m
-    ema_alpha: float = 0.6  # weight of the new solution in the output filter (1 = no filter)
+    # Output filter: ema_alpha is the weight of a new solution when samples come at ema_reference_rate_hz
+    # (the nominal solve rate, max_solve_rate_hz); a sample dt seconds after the previous one weighs
+    # 1 - (1 - ema_alpha) ** (dt * ema_reference_rate_hz). 1 = no filter.
+    ema_alpha: float = 0.6
+    ema_reference_rate_hz: float = 60.0
 
 
 def build_vector_pairs() -> np.ndarray:
@@ -51,6 +58,44 @@ def build_vector_pairs() -> np.ndarray:
     pairs += [(0, joint) for joint in DISTAL_KEYPOINTS]
     pairs += [(4, tip) for tip in TIPS[1:]]
     return np.array(pairs)
+
+
+class StampedEma:
+    """Exponential filter in time: ``alpha`` is a new sample's weight at ``reference_rate_hz``, so
+    the same signal sampled at any rate is filtered to the same value at the same time (per-call
+    weights lagged more when a starved solver called less often).
+
+    The first sample after construction or ``reset`` passes through. A sample whose stamp is not
+    finite or not later than the last filtered one carries no known elapsed time: it gets no
+    weight (the output holds) and the last stamp stays."""
+
+    def __init__(self, alpha: float, reference_rate_hz: float):
+        if not 0.0 <= alpha <= 1.0 or not reference_rate_hz > 0.0:
+            raise ValueError(f"need 0 <= alpha <= 1 and reference_rate_hz > 0, got {alpha}, {reference_rate_hz}")
+        self.alpha = alpha
+        self.reference_rate_hz = reference_rate_hz
+        self.reset()
+
+    def reset(self) -> None:
+        self.value: np.ndarray | None = None
+        self.stamp: float | None = None
+
+    def weight(self, dt: float) -> float:
+        """The new sample's weight after ``dt`` seconds (0 for a dt that is not finite and positive)."""
+        if not (math.isfinite(dt) and dt > 0.0):
+            return 0.0
+        return 1.0 - (1.0 - self.alpha) ** (dt * self.reference_rate_hz)
+
+    def update(self, sample: np.ndarray, stamp: float) -> np.ndarray:
+        if self.value is None or self.stamp is None:
+            self.value = np.array(sample, dtype=np.float64)
+            self.stamp = float(stamp) if math.isfinite(stamp) else None
+            return self.value.copy()
+        weight = self.weight(stamp - self.stamp)
+        if weight > 0.0:
+            self.value = weight * np.asarray(sample, dtype=np.float64) + (1.0 - weight) * self.value
+            self.stamp = float(stamp)
+        return self.value.copy()
 
 
 class HandRetargeter:
@@ -63,15 +108,17 @@ class HandRetargeter:
         self._used = sorted(set(self.pairs.ravel()) - {0})
         self._open = np.clip(np.zeros(chain.model.nq), chain.lower, chain.upper)  # output before any skeleton
         self._start = (chain.lower + chain.upper) / 2  # solver start: mid-range bends every finger forwards
+        self._filter = StampedEma(self.config.ema_alpha, self.config.ema_reference_rate_hz)
         self.reset()
 
     def reset(self) -> None:
         self._solution = self._start.copy()
-        self._filtered = self._open.copy()
+        self._filter.reset()
 
     @property
     def output(self) -> np.ndarray:
-        return self._filtered.copy()
+        """The last filtered joint angles (the open hand before any skeleton)."""
+        return self._open.copy() if self._filter.value is None else self._filter.value.copy()
 
     def vector_weights(self, human_points: np.ndarray) -> np.ndarray:
         cfg = self.config
@@ -113,9 +160,7 @@ class HandRetargeter:
         )
         return self._solution.copy()
 
-    def retarget(self, human_points: np.ndarray) -> np.ndarray:
-        """Filtered joint angles (20,): solve, then EMA with the previous output."""
-        solution = self.solve(human_points)
-        alpha = self.config.ema_alpha
-        self._filtered = alpha * solution + (1.0 - alpha) * self._filtered
-        return self._filtered.copy()
+    def retarget(self, human_points: np.ndarray, stamp: float) -> np.ndarray:
+        """Filtered joint angles (20,): solve, then filter over the time since the previous
+        skeleton (``stamp``: the operator sample's stamp, seconds)."""
+        return self._filter.update(self.solve(human_points), stamp)
