@@ -44,9 +44,11 @@ that fell behind gets the newest frame, never a backlog.
 default, so reliable and best-effort readers both match; 5 deep (the depth the node was written
 with).
 
-``DIGITAL_CAMERA_QOS``: the world model's digital camera writer (image and camera info). Reliable
-as the real camera; 2 deep: with ``CAMERA_DRIVER_QOS``'s 5, ``test_world_model_node.py``'s CameraInfo
-check failed twice under load 47 and passed at 2 (cause not found).
+``DIGITAL_CAMERA_QOS``: the world model's digital camera image writer. Reliable as the real camera;
+2 deep: with ``CAMERA_DRIVER_QOS``'s 5, ``test_world_model_node.py``'s frame checks failed twice under
+load 47 and passed at 2 (cause not found). Its camera info writer takes ``RECORDED_CAMERA_QOS``: at 2
+deep an info that a busy reader had not acknowledged was overwritten, so an image arrived without its
+info (that test's CameraInfo check, failed in a full run); the info is small, 30 deep costs nothing.
 
 ``REPORTS_QOS``: the console's readers of ``/tf``, ``/rynn/status`` and ``/diagnostics``. Several
 writers share each topic and each message carries its own writer's (or frame's) state, so a newer

@@ -43,7 +43,7 @@ from rynn_common.description import D435I_COLOR
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
-from rynn_common.qos import DIGITAL_CAMERA_QOS, LATCHED_QOS, LATEST_ONLY_QOS, LIVE_QOS, STATUS_QOS
+from rynn_common.qos import DIGITAL_CAMERA_QOS, LATCHED_QOS, LATEST_ONLY_QOS, LIVE_QOS, RECORDED_CAMERA_QOS, STATUS_QOS
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status, seconds_from_time, time_from_seconds
 from rynn_common.ros_names import DIAGNOSTICS_TOPIC, STATUS_TOPIC
 from rynn_robot_bridge.ros_camera import image_to_rgb, make_camera_info, make_image
@@ -88,7 +88,7 @@ class WorldModelNode(Node):
                                         on_control=self.publish_control if self.control_pub else None)
 
         self.image_pub = self.create_publisher(Image, settings.image_topic, DIGITAL_CAMERA_QOS)
-        self.info_pub = self.create_publisher(CameraInfo, settings.camera_info_topic, DIGITAL_CAMERA_QOS)
+        self.info_pub = self.create_publisher(CameraInfo, settings.camera_info_topic, RECORDED_CAMERA_QOS)
         self.status_pub = self.create_publisher(TeleopStatus, STATUS_TOPIC, STATUS_QOS)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, LIVE_QOS)
         self.create_subscription(BimanualSkeleton, settings.skeleton_topic, self.on_skeleton, LIVE_QOS)
