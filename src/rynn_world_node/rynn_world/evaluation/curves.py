@@ -98,8 +98,8 @@ def score_points(cfg: EvalConfig, points: list[CurvePoint], base_checkpoint: str
     clips = build_clip_dataset(cfg.data, config)
     chosen = [clips[i] for i in held_out_clip_indices(clips, cfg.max_clips_per_task)]
     encoded = [encode_clip(vae, clip) for clip in chosen]
-    copy = [(psnr(np.repeat(c.reference[None], len(c.frames) - 1, 0), c.frames[1:]),
-             ssim(np.repeat(c.reference[None], len(c.frames) - 1, 0), c.frames[1:])) for c in chosen]
+    copied = [np.repeat(c.reference[None], len(c.frames) - 1, 0) for c in chosen]
+    copy = [(psnr(video, c.frames[1:]), ssim(video, c.frames[1:])) for video, c in zip(copied, chosen)]
     rows = []
     for point in tqdm(points, desc="checkpoints"):
         transformer = load_checkpoint_transformer(config, point, base_checkpoint)
