@@ -2,7 +2,7 @@
 used), through the project's own evaluation: it must beat copying the reference frame on PSNR and
 score better with the clip's own skeleton stream than with another episode's (it follows the
 action, it does not just repeat the scene). Beating copy-the-reference on SSIM too is the open
-part of issue #6; that test is a strict xfail, so it fails loudly once a better model ships."""
+part of issue #15; that test is a strict xfail, so it fails loudly once a better model ships."""
 
 import pytest
 
@@ -40,6 +40,6 @@ def test_the_shipped_model_beats_copying_the_reference_on_psnr_and_follows_the_a
     assert report["grounding"]["all"]["psnr_gap"] > 0, report["grounding"]
 
 
-@pytest.mark.xfail(strict=True, reason="issue #6 open: held-out SSIM 0.745 vs copy-the-reference 0.782")
+@pytest.mark.xfail(strict=True, reason="issue #15 open: card held-out SSIM 0.796 vs copy-the-reference 0.802")
 def test_the_shipped_model_beats_copying_the_reference_on_ssim(report):
     assert report["methods"]["student"]["all"]["ssim"] > report["methods"]["copy_reference"]["all"]["ssim"]
