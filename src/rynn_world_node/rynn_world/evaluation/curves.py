@@ -36,7 +36,7 @@ from ..training.datasets import build_clip_dataset
 from ..training.export import load_or_build_transformer, load_vae
 from ..training.state import CHECKPOINT_GLOB
 from .evaluate import EvalConfig, held_out_clip_indices
-from .generation import decode, stream_clip, teacher_latents
+from .generation import method_video
 from .metrics import psnr, ssim
 
 CURVES_JSON, CURVES_PNG = "curves.json", "training_curves.png"
@@ -98,26 +98,21 @@ def score_points(cfg: EvalConfig, points: list[CurvePoint], base_checkpoint: str
     clips = build_clip_dataset(cfg.data, config)
     chosen = [clips[i] for i in held_out_clip_indices(clips, cfg.max_clips_per_task)]
     encoded = [encode_clip(vae, clip) for clip in chosen]
-    copied = [np.repeat(c.reference[None], len(c.frames) - 1, 0) for c in chosen]
-    copy = [(psnr(video, c.frames[1:]), ssim(video, c.frames[1:])) for video, c in zip(copied, chosen)]
-    rows = []
-    for point in tqdm(points, desc="checkpoints"):
-        transformer = load_checkpoint_transformer(config, point, base_checkpoint)
+
+    def mean_scores(method: str, transformer=None) -> dict:
+        """PSNR and SSIM of `method`'s frames, averaged over the held-out clips, as `evaluate` scores them."""
         scores = []
         for n, (clip, latents) in enumerate(zip(chosen, encoded)):
-            if point.curve == "teacher":
-                reference = latents["latents"][None][:, :, :1]
-                video = decode(vae, teacher_latents(transformer, reference, latents["control"][None], cfg.teacher_steps,
-                                                    config.shift, cfg.seed + n))[1:]
-            else:
-                video = stream_clip(transformer, vae, config, clip.reference, clip.skeleton, cfg.seed + n,
-                                    cfg.reanchor_every)
+            video = method_video(method, transformer, vae, config, clip, clip, cfg.seed + n, cfg.teacher_steps,
+                                 cfg.reanchor_every, latents, latents)
             scores.append((psnr(video, clip.frames[1:]), ssim(video, clip.frames[1:])))
         psnrs, ssims = zip(*scores)
-        rows.append({"curve": point.curve, "step": point.step, "checkpoint": str(point.checkpoint),
-                     "psnr": float(np.mean(psnrs)), "ssim": float(np.mean(ssims))})
-    return {"clips": len(chosen), "copy_reference": {"psnr": float(np.mean([c[0] for c in copy])),
-                                                     "ssim": float(np.mean([c[1] for c in copy]))}, "points": rows}
+        return {"psnr": float(np.mean(psnrs)), "ssim": float(np.mean(ssims))}
+
+    rows = [{"curve": point.curve, "step": point.step, "checkpoint": str(point.checkpoint)}
+            | mean_scores(point.curve, load_checkpoint_transformer(config, point, base_checkpoint))
+            for point in tqdm(points, desc="checkpoints")]
+    return {"clips": len(chosen), "copy_reference": mean_scores("copy_reference"), "points": rows}
 
 
 def losses(run_dir: Path, offset: int) -> dict[str, list[tuple[int, float]]]:

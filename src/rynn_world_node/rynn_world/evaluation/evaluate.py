@@ -30,7 +30,7 @@ from ..model.configs import get_config
 from ..training.config import DataConfig, parse_overrides
 from ..training.datasets import build_clip_dataset
 from ..training.export import load_or_build_transformer, load_vae
-from .generation import decode, stream_clip, teacher_latents
+from .generation import method_video
 from .metrics import SKIPPED, FVDMetric, LPIPSMetric, psnr, ssim
 
 METHODS = ("copy_reference", "teacher", "student_no_dmd", "student")
@@ -97,18 +97,13 @@ def evaluate(cfg: EvalConfig) -> dict:
     for n, i in enumerate(tqdm(chosen, desc="evaluate")):
         clip = clips[i]
         truth = clip.frames[1:]
-        videos = {"copy_reference": np.repeat(clip.reference[None], len(truth), axis=0)}
 
-        def generate(name, control_index, seed, reference=clip.reference, reference_index=i):
+        def generate(name, control_index, seed, clip_index=i):
             """This clip's frames from `name`, conditioned on clip `control_index`'s control frames."""
-            if name != "teacher":
-                return stream_clip(models[name], vae, config, reference, clips[control_index].skeleton, seed, cfg.reanchor_every)
-            latents = encoded[reference_index]["latents"][None]
-            return decode(vae, teacher_latents(models[name], latents[:, :, :1], encoded[control_index]["control"][None],
-                                               cfg.teacher_steps, config.shift, seed))[1:]
+            return method_video(name, models.get(name), vae, config, clips[clip_index], clips[control_index], seed,
+                                cfg.teacher_steps, cfg.reanchor_every, encoded.get(clip_index), encoded.get(control_index))
 
-        for name in models:
-            videos[name] = generate(name, i, cfg.seed + n)
+        videos = {name: generate(name, i, cfg.seed + n) for name in ("copy_reference", *models)}
         row = {"task": clip.task, "clip": clip.source_id}
         for name, video in videos.items():
             row[name] = {"psnr": psnr(video, truth), "ssim": ssim(video, truth), "lpips": lpips(video, truth)}

@@ -1,11 +1,14 @@
 """Video generation for evaluation. The causal students run through StreamingWorldModel itself,
 fed the clip's control frames one by one as the live node feeds skeletons (re-anchoring included),
 so evaluation scores exactly what the live node serves; the bidirectional teacher (not a live path)
-turns (reference latent, control latents) into frames through the same VAE decoder."""
+turns (reference latent, control latents) into frames through the same VAE decoder.
+`method_video` is the one place that picks the path per method: the evaluation table and the
+training curves both call it, so a curve's last point is the table's score."""
 
 import numpy as np
 import torch
 
+from ..data.clips import Clip
 from ..model.configs import WorldModelConfig
 from ..model.teacher import generate_bidirectional
 from ..model.vae import StreamingVAEDecoder, tensor_to_rgb
@@ -47,3 +50,19 @@ def stream_clip(transformer, vae, config: WorldModelConfig, reference: np.ndarra
             frames.append(model.step())
             generated += len(frames[-1])
     return np.concatenate(frames)[: len(control) - 1]
+
+
+def method_video(method: str, transformer, vae, config: WorldModelConfig, clip: Clip, control: Clip, seed: int,
+                 teacher_steps: int, reanchor_every: int | None, latents: dict | None = None,
+                 control_latents: dict | None = None) -> np.ndarray:
+    """Frames 1.. of `clip` as `method` (an evaluation method name) makes them from the clip's first
+    frame, driven by `control`'s control frames: the clip's own, or another episode's to measure
+    action grounding. The teacher samples in latent space, so it needs `latents` and
+    `control_latents` (`encode_clip` of `clip` and of `control`); the students stream images."""
+    if method == "copy_reference":
+        return np.repeat(clip.reference[None], len(clip.frames) - 1, axis=0)
+    if method == "teacher":
+        reference = latents["latents"][None][:, :, :1]
+        return decode(vae, teacher_latents(transformer, reference, control_latents["control"][None], teacher_steps,
+                                           config.shift, seed))[1:]
+    return stream_clip(transformer, vae, config, clip.reference, control.skeleton, seed, reanchor_every)
