@@ -18,6 +18,7 @@ from .frame_clock import FrameClockResampler
 from .image_input import to_model_rgb
 from .model.causal import CausalStudentSampler
 from .model.configs import WorldModelConfig
+from .model.placement import place
 from .model.tiny_decoder import StreamingTinyDecoder, TinyVideoDecoder
 from .model.transformer import RynnWorldTransformer
 from .model.vae import StreamingVAEDecoder, StreamingVAEEncoder, build_vae, rgb_to_tensor, tensor_to_rgb, use_vae_kernels
@@ -70,8 +71,8 @@ class StreamingWorldModel:
         torch.manual_seed(seed)
         if transformer is None:
             transformer = RynnWorldTransformer(**config.transformer, null_text_tokens=config.null_text_tokens)
-        self.transformer = _placed(transformer, self.device, dtype)
-        self.vae = use_vae_kernels(_placed(build_vae(config.vae) if vae is None else vae, self.device, dtype), vae_kernels)
+        self.transformer = place(transformer, self.device, dtype).eval()
+        self.vae = use_vae_kernels(place(build_vae(config.vae) if vae is None else vae, self.device, dtype).eval(), vae_kernels)
         self.renderer = None if intrinsics is None else SkeletonRenderer(intrinsics.scaled(config.width, config.height), style)
         self.text_embeds = None if text_embeds is None else text_embeds.to(self.device, dtype)
         self.frames_per_step = config.temporal_compression * config.block_frames
@@ -87,7 +88,7 @@ class StreamingWorldModel:
         )
         self.encoder = StreamingVAEEncoder(self.vae)
         self.decoder = (StreamingVAEDecoder(self.vae) if tiny_decoder is None
-                        else StreamingTinyDecoder(_placed(tiny_decoder, self.device, dtype)))
+                        else StreamingTinyDecoder(place(tiny_decoder, self.device, dtype).eval()))
         self.resampler = FrameClockResampler(config.fps)
         self.timings = StageTimings()
         self._null_skeleton = np.zeros((config.height, config.width, 3), dtype=np.uint8)
@@ -235,11 +236,3 @@ class StreamingWorldModel:
     @property
     def kv_cache_bytes(self) -> int:
         return self.sampler.cache.nbytes
-
-
-def _placed(model, device, dtype):
-    """Move to device; cast only when the dtype differs (diffusers warns on no-op casts)."""
-    model = model.to(device)
-    if model.dtype != dtype:
-        model = model.to(dtype)
-    return model.eval()

@@ -82,3 +82,32 @@ def test_the_node_serves_what_training_and_evaluation_load(tmp_path):
             assert set(evaluated) <= set(loaded), name
             for key, tensor in evaluated.items():
                 torch.testing.assert_close(loaded[key], tensor, rtol=0, atol=0, msg=f"{checkpoint}: {name}.{key}")
+
+
+def _tensors(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return dict(module.named_parameters()) | dict(module.named_buffers())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_loading_in_a_dtype_holds_the_cast_weights_and_a_float32_load_does_not_warn(tmp_path, caplog, dtype):
+    """The node's bf16 (CUDA) and float32 (CPU) loads hold exactly the float32 checkpoint cast
+    with `to(dtype)`, every module included. Diffusers warns on every `to(dtype)` of its models;
+    a float32 load casts nothing and the VAE is read in its dtype, so only the transformer's real
+    bf16 cast may warn."""
+    model = StreamingWorldModel(CONFIG, seed=2)
+    model.transformer.save_pretrained(tmp_path / "transformer")
+    model.vae.save_pretrained(tmp_path / "vae")
+    caplog.clear()
+    loaded = {"transformer": load_or_build_transformer(CONFIG, str(tmp_path), dtype=dtype),
+              "vae": load_vae(CONFIG, str(tmp_path), dtype=dtype)}
+    warnings = caplog.text
+    assert "AutoencoderKLWan that should be kept in float32" not in warnings
+    assert ("RynnWorldTransformer that should be kept in float32" in warnings) == (dtype != torch.float32)
+    for name, module in loaded.items():
+        expected = _tensors(getattr(model, name))
+        tensors = _tensors(module)
+        assert set(tensors) == set(expected), name
+        for key, tensor in expected.items():
+            cast = tensor.to(dtype) if tensor.is_floating_point() else tensor
+            assert tensors[key].dtype == cast.dtype, f"{name}.{key}"
+            torch.testing.assert_close(tensors[key], cast, rtol=0, atol=0, msg=f"{name}.{key}")

@@ -14,9 +14,11 @@ import torch.nn.functional as F
 from diffusers import AutoencoderKLWan
 from diffusers.models.autoencoders.autoencoder_kl_wan import WanCausalConv3d, WanRMS_norm, patchify, unpatchify
 
+from .placement import place
+
 
 def build_vae(vae_config: dict, device=None, dtype=torch.float32) -> AutoencoderKLWan:
-    return AutoencoderKLWan(**vae_config).to(device=device, dtype=dtype).eval()
+    return place(AutoencoderKLWan(**vae_config), device, dtype).eval()
 
 
 def _latent_norm(vae: AutoencoderKLWan, device, dtype) -> tuple[torch.Tensor, torch.Tensor]:

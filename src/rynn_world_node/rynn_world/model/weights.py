@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
+from .placement import place
 from .transformer import RynnWorldTransformer
 
 CONTROL_BRANCH_PREFIXES = ("control_patch_embedding.", "control_scale", "control_stats.", "null_text_embedding")
@@ -94,7 +95,7 @@ def load_transformer(
         state = convert_original_wan_keys(state)
     check_state_dict(model, state, allow_missing_control)
     model.load_state_dict(state, strict=False)
-    return model.to(device=device, dtype=dtype).eval()
+    return place(model, device, dtype).eval()
 
 
 def check_state_dict(model: torch.nn.Module, state: dict, allow_missing_control: bool) -> None:

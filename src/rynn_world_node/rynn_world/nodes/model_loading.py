@@ -52,7 +52,7 @@ def load_streaming_model(
         )
     if not (path / "transformer").is_dir() or not (path / "vae").is_dir():
         raise FileNotFoundError(f"world-model checkpoint {path} needs transformer/ and vae/ subdirectories")
-    transformer = load_or_build_transformer(config, str(path)).to(device=device, dtype=dtype).eval()
+    transformer = load_or_build_transformer(config, str(path), device=device, dtype=dtype).eval()
     vae = load_vae(config, str(path), device=device, dtype=dtype)
     tiny = TinyVideoDecoder.from_pretrained(str(path / TINY_DECODER_DIR)) if decoder == "tiny" else None
     model = StreamingWorldModel(

@@ -16,6 +16,7 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from ..model.configs import WorldModelConfig
+from ..model.placement import place
 from ..model.transformer import RynnWorldTransformer
 from ..model.vae import build_vae
 from ..model.weights import load_transformer
@@ -36,7 +37,7 @@ def load_vae(config: WorldModelConfig, checkpoint: str | None, device=None, dtyp
         return build_vae(config.vae, device=device, dtype=dtype)
     path = Path(checkpoint)
     path = path / "vae" if (path / "vae").is_dir() else path
-    return AutoencoderKLWan.from_pretrained(str(path)).to(device=device, dtype=dtype).eval()
+    return AutoencoderKLWan.from_pretrained(str(path), torch_dtype=dtype).to(device).eval()
 
 
 NULL_TEXT_FILE = "null_text_embedding.safetensors"
@@ -82,7 +83,7 @@ def _weights_have_null_text(transformer_dir: Path) -> bool:
 
 
 def load_or_build_transformer(config: WorldModelConfig, checkpoint: str | None, allow_missing_control: bool = False,
-                              device=None) -> RynnWorldTransformer:
+                              device=None, dtype=torch.float32) -> RynnWorldTransformer:
     """The checkpoint's transformer, or fresh weights for the config. Its null text embedding comes
     from the weights, else from <checkpoint>/NULL_TEXT_FILE, else stays at zeros."""
     directory = None if checkpoint is None else Path(checkpoint)
@@ -96,4 +97,4 @@ def load_or_build_transformer(config: WorldModelConfig, checkpoint: str | None, 
         with torch.no_grad():
             model.null_text_embedding.copy_(read_null_text_embedding(directory / NULL_TEXT_FILE,
                                                                      *model.null_text_embedding.shape))
-    return model.to(device)
+    return place(model, device, dtype)
