@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ros_test_tools import read_log, wait_for_log, wait_until, watch_reject_counters
+from ros_test_tools import chest_tracker_tf, read_log, wait_for_log, wait_until, watch_reject_counters
 
 pytestmark = pytest.mark.ros
 
@@ -53,18 +53,6 @@ def deserialise_cpu_s(data: bytes, msg_type, repeats: int = 20) -> float:
     for _ in range(repeats):
         deserialize_message(data, msg_type)
     return (time.process_time() - started) / repeats
-
-
-def nan_tracker(node):
-    """One operator tracker sample (the chest, under the operator's world frame) with a NaN position."""
-    from geometry_msgs.msg import TransformStamped
-    from tf2_msgs.msg import TFMessage
-
-    transform = TransformStamped(child_frame_id="operator_chest")
-    transform.header.frame_id, transform.header.stamp = "operator_world", node.get_clock().now().to_msg()
-    transform.transform.translation.x = float("nan")
-    transform.transform.rotation.w = 1.0
-    return TFMessage(transforms=[transform])
 
 
 def stamp_s(header) -> float:
@@ -131,7 +119,7 @@ def test_composed_retarget_node_reports_to_subscribers_and_the_bag_under_robot_t
             robot_pub.publish(robot)
             sent += 1
         if nan_at and elapsed >= nan_at[0]:
-            tracker_pub.publish(nan_tracker(ros_node))
+            tracker_pub.publish(chest_tracker_tf(ros_node.get_clock().now().to_msg(), float("nan")))
             nan_at.pop(0)
         ros_node.spin_once(0.002)
     ended = ros_node.get_clock().now().nanoseconds * 1e-9

@@ -102,3 +102,20 @@ def watch_reject_counters(ros_node, node_name: str, qos) -> dict[str, int]:
 
     ros_node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, qos)
     return counters
+
+
+def chest_tracker_tf(stamp, x: float):
+    """A /tf message with one operator tracker sample, the chest under the operator's world frame
+    (the frame ids the tracker node publishes), at ``x`` metres: NaN makes a bad sample the
+    retarget node must count, an old ``stamp`` an out-of-order one."""
+    from geometry_msgs.msg import TransformStamped
+    from tf2_msgs.msg import TFMessage
+
+    from rynn_retarget.operator.frame import OperatorFrames
+
+    frames = OperatorFrames()
+    transform = TransformStamped(child_frame_id=frames.chest)
+    transform.header.frame_id, transform.header.stamp = frames.world, stamp
+    transform.transform.translation.x = x
+    transform.transform.rotation.w = 1.0
+    return TFMessage(transforms=[transform])

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from ros_test_tools import read_log, wait_for_log, wait_until, watch_reject_counters
+from ros_test_tools import chest_tracker_tf, read_log, wait_for_log, wait_until, watch_reject_counters
 
 pytestmark = pytest.mark.ros
 
@@ -216,7 +216,6 @@ def test_bad_operator_input_is_counted_and_never_reaches_the_command(ros_node, s
     """NaN trackers, garbage hands and out-of-order samples: counted in /rynn/status,
     the node keeps publishing finite commands, and calibration still works afterwards."""
     from builtin_interfaces.msg import Time
-    from geometry_msgs.msg import TransformStamped
     from rynn_teleop_msgs.msg import BimanualSkeleton, RobotAction
     from std_srvs.srv import Trigger
     from tf2_msgs.msg import TFMessage
@@ -236,13 +235,6 @@ def test_bad_operator_input_is_counted_and_never_reaches_the_command(ros_node, s
     hands_pub = ros_node.create_publisher(BimanualSkeleton, "/rynn/operator/hands", RELIABLE)
     assert wait_until(lambda: len(actions) > 50, 60.0, spin=ros_node.spin_once), read_log(retarget)
 
-    def tracker_msg(stamp: Time, value: float) -> TFMessage:
-        t = TransformStamped(child_frame_id="operator_chest")
-        t.header.frame_id, t.header.stamp = "operator_world", stamp
-        t.transform.translation.x = value
-        t.transform.rotation.w = 1.0
-        return TFMessage(transforms=[t])
-
     # The tracker pauses while the bad /tf goes out: the node's /tf queue (KEEP_LAST) then holds only it,
     # so a node that the loaded machine starves cannot have it replaced, unseen, by the 120 Hz live stream;
     # each one reaches the node's checks and must be counted.
@@ -250,8 +242,8 @@ def test_bad_operator_input_is_counted_and_never_reaches_the_command(ros_node, s
     tracker.send_signal(signal.SIGSTOP)
     try:
         for _ in range(5):
-            tf_pub.publish(tracker_msg(ros_node.get_clock().now().to_msg(), float("nan")))
-            tf_pub.publish(tracker_msg(old, 0.0))
+            tf_pub.publish(chest_tracker_tf(ros_node.get_clock().now().to_msg(), float("nan")))
+            tf_pub.publish(chest_tracker_tf(old, 0.0))
             ros_node.spin_once(0.02)
         assert wait_until(lambda: reasons.get("rejected.tf_nonfinite", 0) >= 5 and reasons.get("dropped.tf_out_of_order", 0) >= 5,
                           20.0, spin=ros_node.spin_once), reasons
