@@ -209,12 +209,12 @@ def test_the_default_81_frame_chunk_is_the_reference_plus_20_blocks(clock):
     assert run_blocks(session, clock, 21) == [1] * 20 + [2]
 
 
-def test_the_default_chunk_is_the_reference_plus_8_blocks(clock):
-    """The default chosen from bench_ab_fidelity's drift curve (SessionSettings): 33 frames."""
+def test_the_default_chunk_is_the_reference_plus_4_blocks(clock):
+    """The default chosen from bench_reanchor_policy's figures (SessionSettings): 17 frames."""
     session, _, _ = make_session(clock)
     session.offer_real_frame(real_frame(10))
     session.set_mode("digital")
-    assert run_blocks(session, clock, 9) == [1] * 8 + [2]
+    assert run_blocks(session, clock, 5) == [1] * 4 + [2]
 
 
 def test_mode_change_during_a_step_drops_its_frames_and_a_new_switch_anchors_again(clock):
