@@ -4,10 +4,11 @@
 ``/tf_static``); a durability mismatch silently loses the message.
 
 ``RECORDED_STREAM_QOS``: publishers of the recorded high-rate streams (``/rynn/action``,
-``/joint_states``, ``/tf``, the operator skeleton). A reliable subscriber whose transport
-dropped messages while the machine starved it (the recorder) is repaired from the writer's
-history; with 10 (50 ms at 200 Hz) they were lost instead (a 5-minute soak on the loaded
-machine: /joint_states 393, /rynn/action 154; at 1000 in a 10-minute soak, none).
+``/joint_states``, ``/tf``, the operator skeleton, the glove node's ``/rynn/operator/hands``). A
+reliable subscriber whose transport dropped messages while the machine starved it (the recorder) is
+repaired from the writer's history; with 10 (50 ms at 200 Hz) they were lost instead (a 5-minute soak
+on the loaded machine: /joint_states 393, /rynn/action 154; at 1000 in a 10-minute soak, none). The
+glove writer kept ``LIVE_QOS``'s 10 until a 30-minute soak lost 957 hands samples so.
 
 ``RECORDED_CAMERA_QOS``: the canonical camera's publisher (image and camera info). The same repair
 for a starved recorder, bounded in memory: 1 s at 30 FPS (~27 MB of 640x480 rgb8). Live viewers keep
@@ -23,9 +24,7 @@ input, the world model's skeleton input, robot_state_publisher's /joint_states, 
 and status readers) and writers that are not recorded (``/diagnostics``, the debug topics).
 Reliable, because these readers use every sample (the retargeter solves each glove sample, the
 world model's frame clock resamples every skeleton); 10 deep (rclpy's usual depth), because a live
-consumer that fell behind wants the newest samples, not a backlog (the recorder keeps its own 500).
-For now also the glove node's recorded ``/rynn/operator/hands`` writer, which by the rule above
-should take ``RECORDED_STREAM_QOS`` (not switched: it could not be tested under load).
+consumer that fell behind wants the newest samples, not a backlog (the recorder keeps its own 2000).
 
 ``LATEST_ONLY_QOS``: readers that use only the newest sample, where a lost one is replaced by the
 next: the bridge's ``/rynn/action`` input (the newest command wins), the world model's real-camera

@@ -11,7 +11,7 @@ from rynn_teleop_msgs.msg import BimanualSkeleton
 
 from rynn_common.local_delivery import LocalPublisher
 from rynn_common.node_runner import run_node
-from rynn_common.qos import LIVE_QOS
+from rynn_common.qos import RECORDED_STREAM_QOS
 from rynn_common.ros_conversions import make_bimanual_skeleton
 from rynn_retarget.nodes.operator_input import OperatorInputNode
 from rynn_retarget.operator.feed import GloveNodeSettings
@@ -27,7 +27,7 @@ class GloveNode(OperatorInputNode):
         self.frames = {"left": self.settings.frames.left_wrist, "right": self.settings.frames.right_wrist}
         topic = self.settings.topic
         # composed with the retarget node: its hands input in-process
-        self.publisher = LocalPublisher(self, BimanualSkeleton, topic, LIVE_QOS)
+        self.publisher = LocalPublisher(self, BimanualSkeleton, topic, RECORDED_STREAM_QOS)
         self.message: BimanualSkeleton | None = None  # the last one, refilled for the next
         self.start_feed()
         self.get_logger().info(
