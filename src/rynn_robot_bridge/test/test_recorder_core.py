@@ -94,6 +94,17 @@ def test_start_stop_discard_answer_by_state(recorder, tmp_path):
         recorder.discard()
 
 
+def test_lost_events_count_their_change_and_a_zero_change_is_no_loss(recorder):
+    recorder.start("t", "o", 1, 0.0)
+    assert recorder.note_lost("/rynn/operator/hands", 3)
+    assert not recorder.note_lost("/rynn/operator/hands", 0)  # an event without a loss: not logged
+    assert not recorder.note_lost("/tf", 0)
+    summary = recorder.stop()
+    assert summary["topics"]["/rynn/operator/hands"]["lost"] == 3
+    assert "/tf" not in summary["topics"] and "/tf" not in recorder.totals.topics
+    assert recorder.totals.topics["/rynn/operator/hands"].lost == 3
+
+
 def test_a_failed_write_is_counted_not_silent(recorder):
     recorder.start("t", "o", 1, 0.0)
     with pytest.raises(KeyError):  # no such message type

@@ -112,8 +112,9 @@ class RecorderNode(Node):
 
     def _lost(self, topic: str, count: int) -> None:
         with self._lock:
-            self.recorder.note_lost(topic, count)
-        self.get_logger().warning(f"{count} message(s) on {topic} lost in transport")
+            counted = self.recorder.note_lost(topic, count)
+        if counted:
+            self.get_logger().warning(f"{count} message(s) on {topic} lost in transport")
 
     def _incompatible(self, topic: str, event) -> None:
         policy = str(event.last_policy_kind).rsplit("POLICY_", 1)[-1]

@@ -94,11 +94,15 @@ class EpisodeRecorder:
             raise
         totals.written += 1
 
-    def note_lost(self, topic: str, count: int) -> None:
-        """Messages the transport reported lost (DDS sample-lost event): never silent."""
+    def note_lost(self, topic: str, count: int) -> bool:
+        """Messages the transport reported lost (DDS sample-lost event): never silent. True when
+        ``count`` was counted; Fast DDS also raises the event with a change of 0, which is no loss."""
+        if count <= 0:
+            return False
         self.totals.for_topic(topic).lost += count
         if self.episode is not None:
             self.episode.counts_for(topic).lost += count
+        return True
 
     def start(self, task: str, operator_id: str, stamp_ns: int, monotonic_s: float) -> str:
         if self.episode is not None:
