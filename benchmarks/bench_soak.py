@@ -4,7 +4,8 @@ Starts src/rynn_world_node/config/teleop_graph.yaml through the embedded launche
 (as ``bench_digital_latency`` does), then, from this separate process over DDS:
 
 * switches ``/rynn/set_mode`` between real and digital every ``--switch-s`` seconds, and
-  records one episode per switch period (``/rynn/recorder/start`` / ``stop``);
+  records one episode per switch period (``/rynn/recorder/start`` / ``stop``, through
+  rynn_common.service_calls: a request lost to a respawned recorder is sent again, and counted);
 * injects a fault every ``--fault-s`` seconds on average (every kind once per round, in
   random order): /tf stamped a day
   ahead, NaN /tf, malformed LCM robot-state packets, a NaN action on /rynn/action, a
@@ -42,6 +43,7 @@ import psutil
 
 from bench_digital_latency import STARTED, call, free_lcm_url, machine_info, spin_for, start_graph  # sources first on sys.path
 from rynn_common.ros_names import ACTION_TOPIC, DIAGNOSTICS_TOPIC, RECORDER_SERVICES, SET_MODE_SERVICE, TF_TOPIC
+from rynn_common.service_calls import node_service_caller
 from rynn_retarget.operator.frame import TRACKER_NAMES, OperatorFrames
 from rynn_world.launcher.graph import load_graph  # from the sources, as the nodes it starts
 
@@ -417,7 +419,7 @@ def main() -> int:
     observer = Observer()
     faults = FaultInjector(node, executor, observer, lcm_url, output)
     resources = ResourceLog(output)
-    clients = {verb: node.create_client(Trigger, RECORDER_SERVICES[verb]) for verb in ("start", "stop")}
+    recorder = {verb: node_service_caller(node, Trigger, RECORDER_SERVICES[verb]) for verb in ("start", "stop")}
     set_mode = node.create_client(SetMode, SET_MODE_SERVICE)
     summaries: dict[str, dict] = {}
     failures: list[str] = []
@@ -429,23 +431,32 @@ def main() -> int:
         next_fault = started + rng.expovariate(1 / options.fault_s)
         mode, episode = SetMode.Request.MODE_DIGITAL, None
 
-        def ask(client, request):
-            """The service's answer, or None (a failure noted; the soak goes on) when it did not answer in time."""
-            answer = call(executor, client, request, timeout=SERVICE_TIMEOUT_S, or_none=True)
+        def noted_if_missing(service: str, answer):
+            """The answer, or None with a failure noted (the soak goes on) when it did not come in time."""
             if answer is None:
-                failures.append(f"{client.srv_name} did not answer within {SERVICE_TIMEOUT_S:g} s "
+                failures.append(f"{service} did not answer within {SERVICE_TIMEOUT_S:g} s "
                                 f"at {(time.monotonic() - started) / 60:.1f} min")
                 print(f"[{(time.monotonic() - started) / 60:5.1f} min] {failures[-1]}", flush=True)
             return answer
 
+        def ask(client, request):
+            return noted_if_missing(client.srv_name, call(executor, client, request, timeout=SERVICE_TIMEOUT_S, or_none=True))
+
+        def spin_once(seconds: float) -> None:
+            executor.spin_once(timeout_sec=seconds)
+
+        def ask_recorder(verb: str):
+            caller = recorder[verb]
+            return noted_if_missing(caller.name, caller.call(Trigger.Request(), spin_once, SERVICE_TIMEOUT_S))
+
         def stop_episode() -> None:
-            stopped = ask(clients["stop"], Trigger.Request())
+            stopped = ask_recorder("stop")
             if stopped is not None and stopped.success:
                 summary = json.loads(stopped.message)
                 summaries[summary["episode"]] = summary
 
         def start_episode() -> str | None:
-            started_episode = ask(clients["start"], Trigger.Request())
+            started_episode = ask_recorder("start")
             return started_episode.message if started_episode is not None and started_episode.success else None
 
         while time.monotonic() < end:
@@ -497,6 +508,8 @@ def main() -> int:
     restarts = {name: launcher_log.count(f"started {name} (pid") - 1 for name in node_pids(output)}
     print(f"\nlauncher exit {launcher.returncode}; restarts per node: {restarts}")
     print(f"switches: {dict(switches)}; faults injected: {dict(faults.injected)}")
+    print(f"recorder requests sent again after {recorder['start'].first_attempt_s:g}+ s without an answer: "
+          f"start {recorder['start'].resent}, stop {recorder['stop'].resent}")
     resources.report()
     read_failures, bag_gaps = read_back(work / "bags", summaries)
     failures += read_failures + lost_report(summaries, observer, bag_gaps) + tf_fault_report(faults.bad_tf_sent, observer)

@@ -19,6 +19,7 @@ from tqdm import tqdm
 
 from rynn_common.qos import LATCHED_QOS, LIVE_QOS
 from rynn_common.ros_names import IMAGE_TOPIC, MODE_TOPIC, RECORDER_SERVICES, SET_MODE_SERVICE, STATUS_TOPIC
+from rynn_common.service_calls import ServiceCaller, node_service_caller
 
 MODE_CODES = {"real": SetMode.Request.MODE_REAL, "digital": SetMode.Request.MODE_DIGITAL}
 SERVICE_TIMEOUT_S = 30.0
@@ -34,10 +35,11 @@ class DemoSession:
         self.node.create_subscription(Image, IMAGE_TOPIC, self._on_image, LIVE_QOS)
         self.node.create_subscription(String, MODE_TOPIC, self._on_mode, LATCHED_QOS)
         self.node.create_subscription(TeleopStatus, STATUS_TOPIC, self._on_status, LIVE_QOS)
-        self.set_mode = self.node.create_client(SetMode, SET_MODE_SERVICE)
-        self.start = self.node.create_client(Trigger, RECORDER_SERVICES["start"])
-        self.stop = self.node.create_client(Trigger, RECORDER_SERVICES["stop"])
-        self.recorder_parameters = self.node.create_client(SetParameters, "/rynn_recorder/set_parameters")
+        # Service callers, not bare clients: a request lost to a respawned recorder is sent again.
+        self.set_mode = node_service_caller(self.node, SetMode, SET_MODE_SERVICE)
+        self.start = node_service_caller(self.node, Trigger, RECORDER_SERVICES["start"])
+        self.stop = node_service_caller(self.node, Trigger, RECORDER_SERVICES["stop"])
+        self.recorder_parameters = node_service_caller(self.node, SetParameters, "/rynn_recorder/set_parameters")
 
     def _on_image(self, _msg: Image) -> None:
         self.camera_frames += 1
@@ -115,14 +117,11 @@ class DemoSession:
         if not result.successful:
             raise RuntimeError(f"recorder refused task {task!r}: {result.reason}")
 
-    def _call(self, client, request):
-        if not client.wait_for_service(timeout_sec=SERVICE_TIMEOUT_S):
-            raise RuntimeError(f"service {client.srv_name} is not available")
-        future = client.call_async(request)
-        rclpy.spin_until_future_complete(self.node, future, timeout_sec=SERVICE_TIMEOUT_S)
-        if not future.done():
-            raise RuntimeError(f"service {client.srv_name} did not answer within {SERVICE_TIMEOUT_S:.0f} s")
-        return future.result()
+    def _call(self, caller: ServiceCaller, request):
+        answer = caller.call(request, lambda seconds: rclpy.spin_once(self.node, timeout_sec=seconds), SERVICE_TIMEOUT_S)
+        if answer is None:
+            raise RuntimeError(f"service {caller.name} was not available or did not answer within {SERVICE_TIMEOUT_S:.0f} s")
+        return answer
 
     def close(self) -> None:
         self.node.destroy_node()
