@@ -14,9 +14,10 @@ request it then refuses is noise). Earlier attempts stay pending until the call 
 earliest attempt that answered wins: a slow server's late answer is still taken, and because the
 server answers in order, a resent request that it did get is answered after the first one.
 
-Resending is safe for the recorder's ``start``/``stop``/``discard``: a request the recorder got twice
-is never carried out twice; the second is refused ("already recording ...", "nothing to stop")
-and that refusal is only seen if the first answer was lost too.
+Only for requests that are safe to repeat. The recorder's ``start`` and ``stop`` are: one it got
+twice is not carried out twice, the second is refused ("already recording ...", "nothing to
+stop"), and that refusal is only seen when the first answer was lost too. ``discard`` is not: a
+second discard after one that deleted the recording episode deletes the episode stopped before it.
 """
 
 from __future__ import annotations
