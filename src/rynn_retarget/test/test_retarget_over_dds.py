@@ -8,6 +8,7 @@ right hand closes, and that the 200 Hz command respects joint and velocity limit
 """
 
 import signal
+import time
 
 import numpy as np
 import pytest
@@ -237,18 +238,29 @@ def test_bad_operator_input_is_counted_and_never_reaches_the_command(ros_node, s
 
     # The tracker pauses while the bad /tf goes out: the node's /tf queue (KEEP_LAST) then holds only it,
     # so a node that the loaded machine starves cannot have it replaced, unseen, by the 120 Hz live stream;
-    # each one reaches the node's checks and must be counted.
+    # each one reaches the node's checks and must be counted. A volatile writer sends nothing to a reader
+    # it has not matched yet (a starved node discovers the test's new writer late: CI counted 0 of 5), so
+    # the writer waits for the node's reader, and the pairs go out until the node's counters show them.
+    assert wait_until(lambda: tf_pub.get_subscription_count() >= 1, 60.0, spin=ros_node.spin_once)
     old = Time(sec=1, nanosec=0)  # far older than the live stream: out of order
-    tracker.send_signal(signal.SIGSTOP)
-    try:
-        for _ in range(5):
+    sent, next_send = 0, 0.0
+
+    def bad_tf_and_spin():  # a pair every 0.2 s
+        nonlocal sent, next_send
+        if time.monotonic() >= next_send:
             tf_pub.publish(chest_tracker_tf(ros_node.get_clock().now().to_msg(), float("nan")))
             tf_pub.publish(chest_tracker_tf(old, 0.0))
-            ros_node.spin_once(0.02)
+            sent, next_send = sent + 1, time.monotonic() + 0.2
+        ros_node.spin_once(0.05)
+
+    tracker.send_signal(signal.SIGSTOP)
+    try:
         assert wait_until(lambda: reasons.get("rejected.tf_nonfinite", 0) >= 5 and reasons.get("dropped.tf_out_of_order", 0) >= 5,
-                          20.0, spin=ros_node.spin_once), reasons
+                          60.0, spin=bad_tf_and_spin), (sent, reasons)
     finally:
         tracker.send_signal(signal.SIGCONT)
+    # Counted one for one: every bad sample the node got is counted, none twice (at most `sent` of each).
+    assert reasons["rejected.tf_nonfinite"] <= sent and reasons["dropped.tf_out_of_order"] <= sent, (sent, reasons)
 
     # Garbage hands are judged when a tracker sample takes them (within hands_timeout of their arrival), so
     # they go out as a glove stream would, while the tracker runs again.
