@@ -16,6 +16,8 @@ import pytest
 import rynn_robot_bridge.sim  # noqa: F401  MuJoCo fixes its GL backend at import: choose it before any test imports mujoco
 from ros_test_tools import REPO_ROOT, node_env, read_log, wait_until  # noqa: F401  (re-exported)
 
+STOP_TIMEOUT_S = 30.0  # a started process's clean stop at teardown, then SIGKILL
+
 
 @pytest.fixture
 def start_process(tmp_path):
@@ -40,15 +42,27 @@ def start_process(tmp_path):
         return proc
 
     yield start
+    import psutil
+
+    descendants = []  # a launcher's nodes: none may outlive the test into the next one's ROS domain
     for proc, _ in procs:
         if proc.poll() is None:
+            try:
+                descendants += psutil.Process(proc.pid).children(recursive=True)
+            except psutil.NoSuchProcess:
+                pass
             proc.send_signal(2)  # SIGINT: nodes shut down cleanly
     for proc, _ in procs:
-        try:
-            proc.wait(timeout=10)
+        try:  # longer than the launcher's own escalation (SIGINT 10 s, SIGTERM 5 s, then SIGKILL)
+            proc.wait(timeout=STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+    for child in descendants:
+        try:
+            child.kill()
+        except psutil.NoSuchProcess:
+            pass
 
 
 @pytest.fixture

@@ -378,3 +378,40 @@ def test_a_killed_recorder_is_respawned_and_recovers_its_episode_while_the_graph
 
     launcher.send_signal(signal.SIGINT)
     assert launcher.wait(timeout=60) == 0, read_log(launcher)
+
+
+LINKED_NODE = '''
+"""Links itself to the launcher as every Rynn node does, then waits for SIGINT and says so."""
+import pathlib, signal, time
+from rynn_common.process_link import stop_with_launcher
+interrupted = []
+signal.signal(signal.SIGINT, lambda *_: interrupted.append(True))
+assert not stop_with_launcher()
+print("linked node up", flush=True)
+while not interrupted:
+    time.sleep(0.05)
+pathlib.Path(__file__).with_suffix(".stopped").write_text("SIGINT")
+'''
+
+
+def test_a_killed_launcher_takes_its_nodes_along(tmp_path, start_process):
+    """SIGKILL gives the launcher no chance to stop its nodes (each in its own session); the kernel's
+    parent-death signal does: the node gets SIGINT, its clean stop, and no orphan stays on the domain."""
+    launcher = start_stand_in_graph(
+        start_process, tmp_path, "linked_node", LINKED_NODE,
+        '{name: linked, package: none, executable: none, module: linked_node, required: true, ready_log: "linked node up"}',
+    )
+    pid = node_pids(read_log(launcher))["linked"]
+    launcher.kill()
+    launcher.wait(timeout=20)
+    assert wait_until(lambda: not process_group_alive(pid), 30.0)
+    assert (tmp_path / "linked_node.stopped").read_text() == "SIGINT"
+
+
+def test_a_node_outside_the_launcher_is_not_linked(monkeypatch):
+    from rynn_common.process_link import LAUNCHER_PID_ENV, stop_with_launcher
+
+    monkeypatch.delenv(LAUNCHER_PID_ENV, raising=False)
+    assert stop_with_launcher() is False
+    monkeypatch.setenv(LAUNCHER_PID_ENV, "not a pid")
+    assert stop_with_launcher() is False

@@ -10,6 +10,8 @@ Nodes spin on rclpy's C++ EventsExecutor (``threads`` > 1: the Python
 MultiThreadedExecutor): its wait and dispatch loop is C++, where the Python
 executors rebuild a wait set in Python for every message. It installs its own
 SIGINT/SIGTERM handlers when made; the runner puts its flag-setting ones back.
+A node the graph launcher started stops when the launcher dies, however it dies
+(rynn_common.process_link).
 ``run_components`` puts several nodes in one process on one executor, as ROS 2
 component containers do (the graph's ``containers``), so they share one
 interpreter, one DDS participant and one executor instead of one each; a topic one of them
@@ -29,6 +31,7 @@ from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 from rynn_common.local_delivery import connect_local
+from rynn_common.process_link import stop_with_launcher
 
 SPIN_CHECK_S = 0.1  # how often the spin loop looks at the stop flag
 
@@ -52,6 +55,8 @@ def run_components(factories: list[Callable[[], Node]], args=None, threads: int 
             signal.signal(signum, lambda *_: stop.set())
 
     stop_on_signals()
+    if stop_with_launcher():
+        stop.set()
     nodes: list[Node] = []
     executor = None
     try:

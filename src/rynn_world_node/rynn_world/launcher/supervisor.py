@@ -9,7 +9,8 @@ Each node runs in its own session (process group), so a terminal Ctrl-C reaches
 only the supervisor, which then stops the nodes in order: SIGINT (their clean
 ROS shutdown), SIGTERM after ``sigint_timeout_s``, SIGKILL after
 ``sigterm_timeout_s``; anything left in a node's process group is killed, so
-no orphan survives the supervisor.
+no orphan survives the supervisor. A supervisor that is killed itself takes its nodes
+along: each asks the kernel for SIGINT when the supervisor dies (``LAUNCHER_PID_ENV``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TextIO
 
+from rynn_common.process_link import LAUNCHER_PID_ENV
 from rynn_world.launcher.graph import NodeSpec
 
 POLL_S = 0.1
@@ -61,7 +63,8 @@ class GraphSupervisor:
         self.log_dir = Path(log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.nodes = [NodeProcess(spec, command, self.log_dir / f"{spec.name}.log") for spec, command in nodes]
-        self.env = {**(env if env is not None else os.environ), "PYTHONUNBUFFERED": "1"}
+        # LAUNCHER_PID_ENV: each node stops when this process dies, even by SIGKILL (rynn_common.process_link)
+        self.env = {**(env if env is not None else os.environ), "PYTHONUNBUFFERED": "1", LAUNCHER_PID_ENV: str(os.getpid())}
         self.console = console
         self.sigint_timeout_s = sigint_timeout_s
         self.sigterm_timeout_s = sigterm_timeout_s
