@@ -111,6 +111,9 @@ class HandChain:
     lower: np.ndarray
     upper: np.ndarray
 
+    def __post_init__(self):
+        self._support_mask = joint_support_mask(self.model, self.keypoint_frames)[:, None, :]
+
     def keypoints(self, q: np.ndarray) -> np.ndarray:
         """(21, 3) MediaPipe-ordered keypoints in the palm frame, wrist at the origin."""
         pin.framesForwardKinematics(self.model, self.data, q)
@@ -121,19 +124,56 @@ class HandChain:
         return points
 
     def keypoints_and_jacobians(self, q: np.ndarray, indices) -> tuple[np.ndarray, np.ndarray]:
-        """Keypoints (21, 3) and d keypoint / dq (21, 3, 20), palm frame; only ``indices`` are filled."""
+        """Keypoints (21, 3) and d keypoint / dq (21, 3, 20), palm frame; only ``indices`` are filled.
+
+        All Jacobians come from Pinocchio's one joint Jacobian ``data.J`` (columns: velocity of the
+        world origin; angular velocity) in a few array operations: a point p moves at
+        v_origin + omega x p = v_origin - skew(p) omega, through the joints that carry it. A
+        ``pin.getFrameJacobian`` call per keypoint gave the same numbers at about twice the time,
+        most of it Python overhead, in the hand solve's inner loop.
+        """
         pin.computeJointJacobians(self.model, self.data, q)
         pin.updateFramePlacements(self.model, self.data)
-        palm = self.data.oMf[self.palm_frame]
-        rotation_t = palm.rotation.T
+        placements = self.data.oMf
+        palm = placements[self.palm_frame]
+        rotation = palm.rotation
+        rows = np.asarray(indices, dtype=int)
+        world = np.array([placements[self.keypoint_frames[k - 1]].translation for k in rows]).reshape(-1, 3)
+        in_palm_axes = world @ rotation
+        linear, angular = rotation.T @ self.data.J.reshape(2, 3, -1)
         points = np.zeros((21, 3))
         jacobians = np.zeros((21, 3, self.model.nv))
-        for k in indices:
-            frame = self.keypoint_frames[k - 1]
-            points[k] = rotation_t @ (self.data.oMf[frame].translation - palm.translation)
-            jac = pin.getFrameJacobian(self.model, self.data, frame, WORLD_ALIGNED)
-            jacobians[k] = rotation_t @ jac[:3]
+        points[rows] = in_palm_axes - palm.translation @ rotation
+        jacobians[rows] = (linear - skew_matrices(in_palm_axes) @ angular) * self._support_mask[rows - 1]
         return points, jacobians
+
+
+def joint_support_mask(model: pin.Model, frames: list[int]) -> np.ndarray:
+    """(len(frames), nv): 1 for the velocities that move each frame, those of the joints from the root
+    to the frame's parent joint (a fixed frame such as a tip link moves with its parent joint)."""
+    mask = np.zeros((len(frames), model.nv))
+    for row, frame in enumerate(frames):
+        for joint in model.supports[model.frames[frame].parentJoint]:
+            if joint > 0:  # 0 is the universe
+                start = model.idx_vs[joint]
+                mask[row, start:start + model.nvs[joint]] = 1.0
+    return mask
+
+
+# skew(v) = x skew(e_x) + y skew(e_y) + z skew(e_z): many cross-product matrices in one matrix product.
+AXIS_SKEWS = np.array(
+    [
+        [[0, 0, 0], [0, 0, -1], [0, 1, 0]],
+        [[0, 0, 1], [0, 0, 0], [-1, 0, 0]],
+        [[0, -1, 0], [1, 0, 0], [0, 0, 0]],
+    ],
+    dtype=np.float64,
+).reshape(3, 9)
+
+
+def skew_matrices(vectors: np.ndarray) -> np.ndarray:
+    """(n, 3, 3) cross-product matrices of (n, 3) vectors: skew(v) @ w == np.cross(v, w)."""
+    return (vectors @ AXIS_SKEWS).reshape(-1, 3, 3)
 
 
 def build_hand_chain(model: pin.Model, side: str) -> HandChain:
