@@ -59,13 +59,15 @@ def element_pixels(element) -> np.ndarray:
 
 def camera_pixels(driver) -> np.ndarray | None:
     """What the page shows of the canonical camera now, or None while it is not drawn. The <img> is looked
-    up on every call: the page may replace it (re-render, websocket reconnect), and a kept reference goes stale."""
-    from selenium.common.exceptions import StaleElementReferenceException
+    up on every call: the page may replace it (re-render, websocket reconnect), and a kept reference goes stale.
+    A screenshot the renderer does not deliver within chromedriver's own 10 s (software WebGL on loaded
+    cores) is None too: the caller's deadline decides, not one slow frame."""
+    from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 
     element = camera_element(driver)
     try:
         return None if element is None else element_pixels(element)
-    except StaleElementReferenceException:
+    except (StaleElementReferenceException, TimeoutException):
         return None
 
 
