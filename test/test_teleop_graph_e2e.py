@@ -38,7 +38,7 @@ class RobotListener:
     """The robot's LCM traffic as the test sees it: states (positions, accepted-command counter) and commands."""
 
     def __init__(self, url: str):
-        self.states: deque = deque(maxlen=5000)  # (position tuple, accepted_commands), ~10 s at 500 Hz
+        self.states: deque = deque(maxlen=20000)  # (position tuple, accepted_commands), 40 s at 500 Hz
         self.commands: list = []  # (utime us, is_motion)
         # The bridge's receive buffer: at the OS default (~208 KiB, 0.3 s of 500 Hz states) a starved test
         # process lost states in the kernel, and the bridge's /joint_states then showed states this listener never saw.
@@ -144,6 +144,15 @@ def switch_mode(consumer: Consumer, mode: int, spin) -> tuple[object, float]:
     return future.result(), time.time()
 
 
+def measured_states_shown(consumer, robot, since: int) -> int:
+    """How many /joint_states from index ``since`` on are states the robot sent on LCM (the measured state).
+    Counted over all of them, not the newest few: under load this process's LCM thread falls behind the
+    500 Hz states while DDS delivers /joint_states, so the newest ones are not in ``robot.positions()`` yet;
+    waiting (10 s, then 30 s) for the newest 10 failed in both loaded runs."""
+    positions = robot.positions()
+    return sum(state in positions for state in consumer.joint_states[since:])
+
+
 def distance_to_nearest(position, candidates) -> float:
     return min(float(np.abs(np.asarray(position) - candidate).max()) for candidate in candidates)
 
@@ -182,7 +191,7 @@ def test_real_digital_real_behind_identical_topics_with_faults(ros_node, start_p
         assert wait_until(lambda: robot.accepted() > accepted_before + 50, 60.0, spin=spin), (  # commands reach the robot
             f"robot accepted {robot.accepted() - accepted_before} new commands\n{read_log(launcher)[-4000:]}")
         assert wait_until(lambda: len(consumer.joint_states) > 20, 10.0, spin=spin)
-        assert wait_until(lambda: set(consumer.joint_states[-10:]) <= robot.positions(), 10.0, spin=spin)  # measured state
+        assert wait_until(lambda: measured_states_shown(consumer, robot, 0) >= 10, 30.0, spin=spin)
 
         # Real -> digital: the world model's frames on the same topics; /joint_states is the command; the robot gets nothing.
         response, digital_at = switch_mode(consumer, Request.MODE_DIGITAL, spin)
@@ -208,8 +217,8 @@ def test_real_digital_real_behind_identical_topics_with_faults(ros_node, start_p
         assert wait_until(lambda: robot.accepted() > accepted_in_digital + 50, 20.0, spin=spin)
         assert any(motion for _, motion in robot.commands_after(real_at))
         joint_states_at = len(consumer.joint_states)
-        assert wait_until(lambda: len(consumer.joint_states) > joint_states_at + 10
-                          and set(consumer.joint_states[-10:]) <= robot.positions(), 10.0, spin=spin)
+        assert wait_until(lambda: measured_states_shown(consumer, robot, joint_states_at) >= 10, 30.0, spin=spin), (
+            f"{measured_states_shown(consumer, robot, joint_states_at)} of {len(consumer.joint_states) - joint_states_at}")
 
         # Stale actions (the retarget node frozen): the bridge holds the robot and reports it; it resumes after.
         assert wait_until(lambda: consumer.bridge_faults is not None and not consumer.has_fault("real robot holding"), 10.0, spin=spin)
@@ -232,7 +241,13 @@ def test_real_digital_real_behind_identical_topics_with_faults(ros_node, start_p
         switched_index = len(consumer.frames)
         assert wait_until(lambda: consumer.frames_from("digital", switched_index) >= 3, 60.0, spin=spin), read_log(launcher)
         os.kill(pids["world_model_node"], signal.SIGKILL)
+        killed_at_ns = time.time_ns()
         assert wait_until(lambda: consumer.has_fault("digital camera stalled"), 15.0, spin=spin), read_log(launcher)
+        # Frames published before the kill may still be on their way (a loaded machine delivered one 1.5 s late):
+        # they may arrive, stamped before the kill; then the topic is quiet, nothing repeated or made up.
+        fault_index = len(consumer.frames)
+        wait_until(lambda: False, 1.5, spin=spin)
+        assert all(stamp < killed_at_ns for stamp, _ in consumer.frames[fault_index:]), "frames stamped after the world model died"
         quiet_from = len(consumer.frames)
         wait_until(lambda: False, 1.5, spin=spin)
         assert len(consumer.frames) == quiet_from, "frames after the world model died"
