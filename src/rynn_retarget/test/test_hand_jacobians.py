@@ -1,16 +1,12 @@
 """HandChain.keypoints_and_jacobians (one joint Jacobian for all keypoints) against Pinocchio's
 per-frame Jacobians and against finite differences of ``keypoints``."""
 
-from pathlib import Path
-
 import numpy as np
 import pinocchio as pin
 import pytest
 
 from rynn_retarget.kinematics.hand_retarget import HandRetargeter
-from rynn_retarget.kinematics.robot_model import build_hand_chain, load_model, skew_matrices
-
-WUJI_RIGHT = Path("/work/shared/robots/wuji_hand_description/urdf/right.urdf")
+from rynn_retarget.kinematics.robot_model import build_hand_chain, skew_matrices
 
 ALL_KEYPOINTS = list(range(1, 21))
 
@@ -55,9 +51,8 @@ def test_keypoint_jacobians_equal_pinocchio_per_frame_jacobians(robot_model, sid
     check_equals_per_frame_reference(build_hand_chain(robot_model, side))
 
 
-@pytest.mark.skipif(not WUJI_RIGHT.exists(), reason="vendor WUJI description not present")
-def test_real_wuji_urdf_keypoint_jacobians_equal_per_frame_jacobians():
-    check_equals_per_frame_reference(build_hand_chain(load_model(WUJI_RIGHT), "right"))
+def test_real_wuji_urdf_keypoint_jacobians_equal_per_frame_jacobians(wuji_right_hand):
+    check_equals_per_frame_reference(wuji_right_hand)
 
 
 @pytest.mark.parametrize("side", ["left", "right"])

@@ -1,14 +1,10 @@
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from rynn_retarget.kinematics.hand_retarget import DISTAL_JOINT_INDICES, TIPS, HandRetargetConfig, HandRetargeter, StampedEma
-from rynn_retarget.kinematics.robot_model import build_hand_chain, load_model
+from rynn_retarget.kinematics.robot_model import build_hand_chain
 from rynn_retarget.operator.hand_model import grasp_pose, keypoints, pinch_pose
 from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig
-
-WUJI_RIGHT = Path("/work/shared/robots/wuji_hand_description/urdf/right.urdf")
 
 
 def fingertip_error(chain, q, skeleton):
@@ -35,9 +31,8 @@ def test_project_hand_reproduces_its_own_skeletons(robot_model, side):
     check_retargets_robot_skeletons(build_hand_chain(robot_model, side))
 
 
-@pytest.mark.skipif(not WUJI_RIGHT.exists(), reason="vendor WUJI description not present")
-def test_real_wuji_urdf_reproduces_its_own_skeletons():
-    check_retargets_robot_skeletons(build_hand_chain(load_model(WUJI_RIGHT), "right"))
+def test_real_wuji_urdf_reproduces_its_own_skeletons(wuji_right_hand):
+    check_retargets_robot_skeletons(wuji_right_hand)
 
 
 @pytest.mark.parametrize("side", ["left", "right"])
@@ -133,9 +128,8 @@ def test_project_hand_closes_without_bending_a_finger_back(robot_model):
     check_closing_hand_never_bends_back(build_hand_chain(robot_model, "right"))
 
 
-@pytest.mark.skipif(not WUJI_RIGHT.exists(), reason="vendor WUJI description not present")
-def test_wuji_hand_closes_without_bending_a_finger_back():
-    check_closing_hand_never_bends_back(build_hand_chain(load_model(WUJI_RIGHT), "right"))
+def test_wuji_hand_closes_without_bending_a_finger_back(wuji_right_hand):
+    check_closing_hand_never_bends_back(wuji_right_hand)
 
 
 def test_synthetic_operator_fingertips_within_9mm_p95_and_never_bent_back(robot_model):
