@@ -256,6 +256,25 @@ def test_the_page_poses_every_joint_of_the_action_and_is_served_offline():
         page.stop()
 
 
+def test_with_the_robot_view_off_the_page_has_no_robot_to_draw():
+    """robot_view false: the 3D view holds no robot meshes (nothing for a software-WebGL browser to
+    redraw); the page still says why the view is empty."""
+    from rynn_common.description import default_urdf_path
+    from rynn_world.console.page import ConsoleActions, ConsolePage
+
+    ignore = ConsoleActions(lambda *_: None, lambda *_: None, lambda: None, lambda _: None, lambda _: None)
+    page = ConsolePage("127.0.0.1", 0, default_urdf_path(), ignore, jpeg_quality=70,
+                       operator_offset_xyz=(-1.0, 0.0, 0.0), overlay_on=False, robot_view=False)
+    try:
+        assert page.robot is None and page.ghost is None and page.joint_names == ()
+        scene_nodes = list(page.server._websock_server._broadcast_buffer.message_from_id.values())
+        names = [getattr(message, "name", "") for message in scene_nodes]
+        assert not any(name.startswith("/robot/measured") or name.startswith("/robot/commanded") for name in names), names
+        assert "/robot/off" in names, names
+    finally:
+        page.stop()
+
+
 def assert_frames_match_yourdfpy(view, configuration, tolerance: float = 1e-9):
     """Every joint frame the browsers got is yourdfpy's forward kinematics (up to the deadband)."""
     from viser.transforms import SO3

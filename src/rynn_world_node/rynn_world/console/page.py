@@ -100,14 +100,14 @@ class ConsolePage:
     """Owns the viser server and every element on the page."""
 
     def __init__(self, host: str, port: int, urdf_path: Path, actions: ConsoleActions, jpeg_quality: int,
-                 operator_offset_xyz: tuple[float, float, float], overlay_on: bool):
+                 operator_offset_xyz: tuple[float, float, float], overlay_on: bool, robot_view: bool = True):
         self.jpeg_quality = jpeg_quality
         self.server = viser.ViserServer(host=host, port=port, label="Rynn operator console", verbose=False)
         self.server.gui.configure_theme(control_width="large", show_share_button=False, show_logo=False)
         self.server.gui.set_panel_label("Rynn operator console")
         self._build_cameras(overlay_on, actions)
         self._build_controls(actions)
-        self._build_scene(urdf_path, operator_offset_xyz)
+        self._build_scene(urdf_path, operator_offset_xyz, robot_view)
         self._trackers: dict[str, viser.FrameHandle] = {}
         self.server.on_client_connect(lambda _client: actions.clients_changed(len(self.server.get_clients())))
         self.server.on_client_disconnect(lambda _client: actions.clients_changed(len(self.server.get_clients())))
@@ -168,19 +168,26 @@ class ConsolePage:
             self.timings = gui.add_markdown("")
             self.counters = gui.add_markdown("")
 
-    def _build_scene(self, urdf_path: Path, operator_offset_xyz) -> None:
+    def _build_scene(self, urdf_path: Path, operator_offset_xyz, robot_view: bool) -> None:
         scene = self.server.scene
         scene.add_grid("/grid", width=3.0, height=3.0, cell_size=0.25)
         self.server.initial_camera.position = INITIAL_VIEW_FROM
         self.server.initial_camera.look_at = INITIAL_VIEW_AT
+        self.robot_view = robot_view
+        if not robot_view:
+            self.robot = self.ghost = None
+            scene.add_label("/robot/off", "3D robot view off (operator_console robot_view:=false)", position=(0.0, 0.0, 0.8))
+            return
         self.robot = DeadbandUrdf(self.server, urdf_path, root_node_name="/robot/measured")
         self.ghost = DeadbandUrdf(self.server, urdf_path, root_node_name="/robot/commanded", mesh_color_override=GHOST_RGBA)
         self.operator_root = scene.add_frame("/operator", show_axes=False, position=operator_offset_xyz)
         scene.add_label("/operator/label", "operator trackers", position=(0.0, 0.0, 0.05))
 
+
     @property
     def joint_names(self) -> tuple[str, ...]:
-        return self.robot.get_actuated_joint_names()
+        """The 3D robots' actuated joints (none with the robot view off)."""
+        return tuple(self.robot.get_actuated_joint_names()) if self.robot is not None else ()
 
     # --- updates (any thread) ----------------------------------------------------------------
 

@@ -143,7 +143,8 @@ class OperatorConsoleNode(Node):
 
         actions = ConsoleActions(self._request_mode, self._request_recorder, self._request_calibration,
                                  self._set_overlay, self._on_clients)
-        self.page = ConsolePage(self.host, port, urdf_path, actions, jpeg_quality, operator_offset, self.overlay_on)
+        self.page = ConsolePage(self.host, port, urdf_path, actions, jpeg_quality, operator_offset, self.overlay_on,
+                                settings.robot_view)
         self.measured_pose = JointPoser(self.page.joint_names)
         self.commanded_pose = JointPoser(self.page.joint_names)
         if port and self.page.port != port:
@@ -258,7 +259,7 @@ class OperatorConsoleNode(Node):
         other = self.other_topic()
         if other and self.other_pacer.due(now):
             self._push_frame(other, self.other_max_width, self.page.show_other_camera, draw_skeleton=False)
-        if now >= self._next_scene:
+        if self.page.robot_view and now >= self._next_scene:
             self._next_scene = now + SCENE_PERIOD_S
             self._push_scene()
         if now >= self._next_text:
