@@ -55,10 +55,11 @@ class RetargetNodeSettings(RetargetConfig):
     hands_topic: str = HANDS_TOPIC
     hands_timeout_s: float = 0.25
     status_rate_hz: float = 2.0
-    # IK + hand retargeting cost ~3 ms a sample; solving every 120 Hz tracker sample was a third of a
-    # core. The newest sample is solved at most this often (<= 0: every sample); Ruckig still
-    # interpolates the 200 Hz command, and 60 Hz stays well above the world model's 16 FPS.
-    max_solve_rate_hz: float = 60.0
+    # IK + hand retargeting cost ~5 ms of CPU a sample; solving every 120 Hz tracker sample took a
+    # third of a core and 60 Hz took the world model's share on two cores (issue 12). The newest
+    # sample is solved at most this often (<= 0: every sample); Ruckig still interpolates the 200 Hz
+    # command, and 30 Hz stays above the world model's 16 FPS and the camera's 30 FPS.
+    max_solve_rate_hz: float = 30.0
     frames: OperatorFrames = field(default_factory=OperatorFrames)
 
 
