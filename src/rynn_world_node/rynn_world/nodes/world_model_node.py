@@ -189,7 +189,7 @@ def set_torch_threads(threads: int) -> None:
 
 
 def main(args=None):
-    run_node(WorldModelNode, args, threads=2)
+    run_node(WorldModelNode, args)  # generation and publishing have their own threads; callbacks only hand over
 
 
 if __name__ == "__main__":
