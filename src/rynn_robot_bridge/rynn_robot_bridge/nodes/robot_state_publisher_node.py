@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
+from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
@@ -57,16 +58,18 @@ class RobotStatePublisherNode(Node):
         self.description_pub.publish(String(data=self.core.description))
         static = self.core.static_transforms()
         self.static_pub.publish(stamped_transforms(static, self.get_clock().now().to_msg(), self.prefix))
-        self.create_subscription(JointState, JOINT_STATES_TOPIC, self._on_joint_states, LIVE_QOS)
+        # Raw: a joint state between two due /tf updates (80 of 100 a second) is dropped undeserialised.
+        self.create_subscription(JointState, JOINT_STATES_TOPIC, self._on_joint_states, LIVE_QOS, raw=True)
         self.create_timer(1.0, self._publish_diagnostics)
         self.get_logger().info(
             f"robot state publisher up: {urdf_path.name}, {len(static)} fixed and {len(self.core.moving_joints)} "
             f"moving joints from {self.core.root_link}, /tf at <= {frequency:g} Hz")
 
-    def _on_joint_states(self, msg: JointState) -> None:
+    def _on_joint_states(self, raw: bytes) -> None:
         now_ns = self.get_clock().now().nanoseconds
         if self._next_publish_ns is not None and now_ns < self._next_publish_ns:
             return
+        msg = deserialize_message(raw, JointState)
         transforms = self.core.update(msg.name, msg.position)
         if not transforms:
             return
