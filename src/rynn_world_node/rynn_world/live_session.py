@@ -55,7 +55,11 @@ class SessionSettings:
     # ordinary frame change at 17, 2.8x at 33) and one reference encode a second.
     reanchor_every: int | None = 17
     skeleton_timeout: float = 0.5  # [s] without a skeleton the stream holds the last one, paced by the clock
-    max_frame_age: float = 0.5  # [s] a frame older than this when due is dropped
+    # [s] a frame older than this when due is dropped. A block's first frame is a block span (3 periods)
+    # older than its last before the step starts, and a step in the running graph on two CPU cores takes
+    # 250-400 ms: 0.5 s dropped 3 frames of 4 there. A new block replaces unpublished frames (nothing
+    # queues), so this bound only catches a stalled stream.
+    max_frame_age: float = 1.0
     publish_interval: float | None = None  # [s] between a block's frames; None: a quarter of a model period
     follow_mode: bool = True  # False: always digital
 

@@ -38,6 +38,6 @@ class WorldModelNodeSettings:
     mode_topic: str = MODE_TOPIC
     status_rate_hz: float = 2.0
     skeleton_timeout_s: float = 0.5
-    max_frame_age_s: float = 0.5  # a frame older than this when due is dropped (counted)
+    max_frame_age_s: float = 1.0  # a frame older than this when due is dropped (counted; SessionSettings says why 1 s)
     publish_interval_s: float = 0.0  # between a block's frames; 0 = a quarter of a model period
     control_frame_topic: str = ""  # debug: publish each control frame (stamped with its skeleton's stamp); "" = off
