@@ -152,7 +152,7 @@ class CanonicalProbe:
         self.ages: list[float] = []
         self.action_arrivals: list[float] = []
         self.status: dict[str, object] = {}
-        self.bridge_counters: dict[str, str] = {}  # the bridge's rejected.*/dropped.* counters (/diagnostics)
+        self.counters: dict[str, dict[str, str]] = {}  # per /diagnostics status: its rejected.*/dropped.* counters
         self.frames_seen = 0
         self.measuring = False
         node.create_subscription(Image, IMAGE_TOPIC, self._on_image,
@@ -164,8 +164,7 @@ class CanonicalProbe:
 
     def _on_diagnostics(self, msg) -> None:
         for status in msg.status:
-            if status.name == "rynn_bridge":
-                self.bridge_counters = {kv.key: kv.value for kv in status.values if kv.key.startswith(("rejected.", "dropped."))}
+            self.counters[status.name] = {kv.key: kv.value for kv in status.values if kv.key.startswith(("rejected.", "dropped."))}
 
     def _on_image(self, msg) -> None:
         arrived = time.time()
@@ -215,7 +214,7 @@ def measure(label: str, probe: CanonicalProbe, executor, cpu: CpuMeter, options)
     elapsed = time.monotonic() - started
     probe.measuring = False
     return {"label": label, "seconds": elapsed, "ages": np.asarray(probe.ages), "actions": np.asarray(probe.action_arrivals),
-            "cpu": cpu.shares(), "status": dict(probe.status), "bridge_counters": dict(probe.bridge_counters)}
+            "cpu": cpu.shares(), "status": dict(probe.status), "counters": dict(probe.counters)}
 
 
 def report(window: dict) -> None:
@@ -235,12 +234,14 @@ def report(window: dict) -> None:
     for entry in getattr(bridge, "latencies", []):
         if entry.stage == "command_period":
             print(f"  bridge LCM command cycle period p50 {entry.p50 * 1e3:.2f}  p99 {entry.p99 * 1e3:.2f} ms")
-    counters = {key: value for key, value in window["bridge_counters"].items() if "camera" in key and value != "0"}
+    counters = {key: value for key, value in window["counters"].get("rynn_bridge", {}).items() if "camera" in key and value != "0"}
     print(f"  bridge camera rejections so far: {counters or 'none'}")
     world = window["status"].get("world_model_node")
     if world is not None:
         stages = ", ".join(f"{entry.stage} p50 {entry.p50 * 1e3:.0f}" for entry in world.latencies)
         print(f"  world model (its status): {stages} ms; dropped inputs {world.dropped_inputs}")
+        drops = next((c for name, c in window["counters"].items() if name.startswith("world_model_node")), {})
+        print(f"  world model drops so far: {', '.join(f'{k} {v}' for k, v in drops.items() if v != '0') or 'none'}")
     print("  CPU, % of one core:")
     budgeted = 0.0
     for name, share in sorted(window["cpu"].items(), key=lambda item: -item[1]):
