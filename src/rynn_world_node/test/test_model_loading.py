@@ -111,3 +111,20 @@ def test_loading_in_a_dtype_holds_the_cast_weights_and_a_float32_load_does_not_w
             cast = tensor.to(dtype) if tensor.is_floating_point() else tensor
             assert tensors[key].dtype == cast.dtype, f"{name}.{key}"
             torch.testing.assert_close(tensors[key], cast, rtol=0, atol=0, msg=f"{name}.{key}")
+
+
+def test_on_the_cpu_the_packaged_default_decodes_with_its_shipped_tiny_decoder():
+    """decoder auto: the distilled tiny decoder shipped beside the VAE (its card: >= 30 dB against the VAE's
+    decode on held-out clips) is what the node decodes with on the CPU; the VAE's decoder on request."""
+    packaged = packaged_checkpoint("embedded_cpu")
+    shipped = load_file(packaged / "tiny_decoder" / "diffusion_pytorch_model.safetensors")
+    model, described = load_streaming_model(get_config("embedded_cpu"), "", "cpu", decoder="auto")
+    assert described.endswith("tiny distilled decoder"), described
+    loaded = model.decoder.decoder.state_dict()  # the StreamingTinyDecoder's TinyVideoDecoder
+    assert set(loaded) == set(shipped)
+    for name, weights in shipped.items():
+        torch.testing.assert_close(loaded[name], weights)
+    card = (packaged / "MODEL_CARD.md").read_text()
+    assert "Verdict: meets the bar (30 dB" in card
+    _, described = load_streaming_model(get_config("embedded_cpu"), "", "cpu", decoder="vae")
+    assert described.endswith("VAE decoder"), described
