@@ -7,8 +7,10 @@ validates the values).
 Two queues stand between the robot and the handler, both sized for the state
 stream plus bursts: the socket's receive buffer (``with_receive_buffer``: a
 robot_state_t is ~1.4 KB on the wire and the kernel charges ~2.3 KB per queued
-datagram, so 2 MiB holds ~900 states: ~1.8 s of the 500 Hz stream if the
-receive thread stalls, or ~0.2 s of a 5000 msg/s flood; Linux caps the request
+datagram, so 4 MiB holds ~1800 states: ~3.6 s of the 500 Hz stream if the
+receive thread stalls, or ~0.4 s of a 5000 msg/s flood (2 MiB lost 96 of a
+1000-packet burst arriving beside the live stream while the suite ran under two
+busy processes); Linux caps the request
 at ``net.core.rmem_max``, reported at start-up) and LCM's own queue per
 subscription, 30 messages by default (``STATE_QUEUE_MESSAGES`` here). Either one
 full drops packets unseen and uncounted.
@@ -28,7 +30,7 @@ from rynn_robot_bridge.bridge.commander import RobotCommand
 from rynn_robot_bridge.lcm_protocol import MODE_HOLD, MODE_POSITION, NUM_JOINTS, MalformedPacket, RobotState, decode_state, encode_command
 
 RMEM_MAX = Path("/proc/sys/net/core/rmem_max")
-STATE_QUEUE_MESSAGES = 1000  # LCM's queue for the state subscription: what a 2 MiB socket buffer holds, and more
+STATE_QUEUE_MESSAGES = 2000  # LCM's queue for the state subscription: what the 4 MiB socket buffer holds, and more
 
 
 def with_receive_buffer(url: str, size_bytes: int) -> str:

@@ -31,7 +31,7 @@ class BridgeSettings:
     state_timeout_ms: float = 100.0  # no LCM state for this long: fault, hold
     state_position_margin_rad: float = 0.1  # measured position beyond the URDF limits by more: state rejected
     state_velocity_factor: float = 2.0  # reported or implied joint speed above this x the URDF limit: state rejected
-    lcm_receive_buffer_bytes: int = 2097152  # recv_buf_size added to a udpm URL without one (capped by rmem_max)
+    lcm_receive_buffer_bytes: int = 4194304  # recv_buf_size added to a udpm URL without one (capped by rmem_max)
     command_loop_stall_ms: float = 250.0  # no command cycle for this long: status fault
     camera_stall_timeout_ms: float = 500.0  # active camera source silent this long: fault
     camera_max_future_ms: float = 500.0  # a frame stamped further ahead of this node's clock is rejected
