@@ -92,6 +92,7 @@ class Consumer:
         self.source_stamps = {"real": set(), "digital": set()}
         self.joint_states: list = []  # position tuples
         self.commands: deque = deque(maxlen=400)  # /rynn/command/joint_states positions, ~2 s
+        self.commands_received = 0
         self.modes: list = []
         self.bridge_faults: list | None = None
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -102,11 +103,14 @@ class Consumer:
             node.create_subscription(Image, f"/rynn/{source}/camera/color/image_raw",
                                      lambda msg, s=source: self.source_stamps[s].add(stamp_ns(msg)), reliable)
         node.create_subscription(JointState, "/joint_states", lambda msg: self.joint_states.append(tuple(msg.position)), 50)
-        node.create_subscription(JointState, "/rynn/command/joint_states",
-                                 lambda msg: self.commands.append(np.array(msg.position)), 50)
+        node.create_subscription(JointState, "/rynn/command/joint_states", self._on_command, 50)
         node.create_subscription(String, "/rynn/mode", lambda msg: self.modes.append(msg.data), latched)
         node.create_subscription(TeleopStatus, "/rynn/status", self._on_status, 20)
         self.set_mode_client = node.create_client(SetMode, "/rynn/set_mode")
+
+    def _on_command(self, msg):
+        self.commands.append(np.array(msg.position))
+        self.commands_received += 1
 
     def _on_frame(self, msg):
         self.frames.append((stamp_ns(msg), (msg.encoding, msg.width, msg.height, msg.header.frame_id)))
@@ -202,8 +206,12 @@ def test_real_digital_real_behind_identical_topics_with_faults(ros_node, start_p
         accepted_in_digital = robot.accepted()
         joint_states_at = len(consumer.joint_states)
         assert wait_until(lambda: len(consumer.joint_states) > joint_states_at + 20, 10.0, spin=spin)
-        recent_commands = list(consumer.commands)
-        assert distance_to_nearest(consumer.joint_states[-1], recent_commands) < 0.05  # the virtual robot tracks the command
+        virtual = consumer.joint_states[-1]
+        # The command that state follows may still wait in this process's queue (a loaded machine: seen 0.054 rad
+        # from the nearest command taken so far): take a further 100 commands (0.5 s of the stream) first.
+        commands_at = consumer.commands_received
+        assert wait_until(lambda: consumer.commands_received > commands_at + 100, 30.0, spin=spin)
+        assert distance_to_nearest(virtual, list(consumer.commands)) < 0.05  # the virtual robot tracks the command
         assert not set(consumer.joint_states[-10:]) & robot.positions()  # not the real robot's state
         wait_until(lambda: False, 0.5, spin=spin)  # the robot's state keeps streaming meanwhile
         assert robot.commands_after(digital_at) == [], "the real robot received commands in digital mode"
@@ -217,7 +225,8 @@ def test_real_digital_real_behind_identical_topics_with_faults(ros_node, start_p
         assert wait_until(lambda: robot.accepted() > accepted_in_digital + 50, 20.0, spin=spin)
         assert any(motion for _, motion in robot.commands_after(real_at))
         joint_states_at = len(consumer.joint_states)
-        assert wait_until(lambda: measured_states_shown(consumer, robot, joint_states_at) >= 10, 30.0, spin=spin), (
+        # A deadline, not a wait: under make test-under-load this process took 12 /joint_states in 30 s (9 measured).
+        assert wait_until(lambda: measured_states_shown(consumer, robot, joint_states_at) >= 10, 120.0, spin=spin), (
             f"{measured_states_shown(consumer, robot, joint_states_at)} of {len(consumer.joint_states) - joint_states_at}")
 
         # Stale actions (the retarget node frozen): the bridge holds the robot and reports it; it resumes after.
