@@ -92,7 +92,6 @@ class Consumer:
         self.source_stamps = {"real": set(), "digital": set()}
         self.joint_states: list = []  # position tuples
         self.commands: deque = deque(maxlen=400)  # /rynn/command/joint_states positions, ~2 s
-        self.commands_received = 0
         self.modes: list = []
         self.bridge_faults: list | None = None
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -103,14 +102,11 @@ class Consumer:
             node.create_subscription(Image, f"/rynn/{source}/camera/color/image_raw",
                                      lambda msg, s=source: self.source_stamps[s].add(stamp_ns(msg)), reliable)
         node.create_subscription(JointState, "/joint_states", lambda msg: self.joint_states.append(tuple(msg.position)), 50)
-        node.create_subscription(JointState, "/rynn/command/joint_states", self._on_command, 50)
+        node.create_subscription(JointState, "/rynn/command/joint_states",
+                                 lambda msg: self.commands.append(np.array(msg.position)), 50)
         node.create_subscription(String, "/rynn/mode", lambda msg: self.modes.append(msg.data), latched)
         node.create_subscription(TeleopStatus, "/rynn/status", self._on_status, 20)
         self.set_mode_client = node.create_client(SetMode, "/rynn/set_mode")
-
-    def _on_command(self, msg):
-        self.commands.append(np.array(msg.position))
-        self.commands_received += 1
 
     def _on_frame(self, msg):
         self.frames.append((stamp_ns(msg), (msg.encoding, msg.width, msg.height, msg.header.frame_id)))
@@ -206,12 +202,11 @@ def test_real_digital_real_behind_identical_topics_with_faults(ros_node, start_p
         accepted_in_digital = robot.accepted()
         joint_states_at = len(consumer.joint_states)
         assert wait_until(lambda: len(consumer.joint_states) > joint_states_at + 20, 10.0, spin=spin)
-        virtual = consumer.joint_states[-1]
-        # The command that state follows may still wait in this process's queue (a loaded machine: seen 0.054 rad
-        # from the nearest command taken so far): take a further 100 commands (0.5 s of the stream) first.
-        commands_at = consumer.commands_received
-        assert wait_until(lambda: consumer.commands_received > commands_at + 100, 30.0, spin=spin)
-        assert distance_to_nearest(virtual, list(consumer.commands)) < 0.05  # the virtual robot tracks the command
+        # The virtual robot tracks the command: its newest state comes within 0.05 rad of a command of the last
+        # ~2 s. Eventually, not at one instant: a starved bridge's limiter trails a moving command (0.25 rad seen
+        # under make test-under-load) and this process takes both streams late; the operator's holds let it catch up.
+        assert wait_until(lambda: distance_to_nearest(consumer.joint_states[-1], list(consumer.commands)) < 0.05, 60.0,
+                          spin=spin), distance_to_nearest(consumer.joint_states[-1], list(consumer.commands))
         assert not set(consumer.joint_states[-10:]) & robot.positions()  # not the real robot's state
         wait_until(lambda: False, 0.5, spin=spin)  # the robot's state keeps streaming meanwhile
         assert robot.commands_after(digital_at) == [], "the real robot received commands in digital mode"

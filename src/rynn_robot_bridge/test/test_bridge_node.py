@@ -492,7 +492,8 @@ def test_no_frame_of_the_old_source_is_published_after_the_switch_across_50_swit
             assert response.success, response.message
             answered += 1
             wait_until(lambda: False, 0.2, spin=spin)  # ~10 s of switching, both sources streaming
-        assert wait_until(lambda: len(operator.mode_written_ns) >= 51, 10.0, spin=spin)
+        # A deadline: under make test-under-load this process had not taken all 51 mode messages within 10 s.
+        assert wait_until(lambda: len(operator.mode_written_ns) >= 51, 60.0, spin=spin), len(operator.mode_written_ns)
         wait_until(lambda: False, 0.5, spin=spin)  # frames still in flight arrive
     finally:
         robot.close()
