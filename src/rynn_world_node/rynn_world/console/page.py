@@ -173,7 +173,6 @@ class ConsolePage:
         scene.add_grid("/grid", width=3.0, height=3.0, cell_size=0.25)
         self.server.initial_camera.position = INITIAL_VIEW_FROM
         self.server.initial_camera.look_at = INITIAL_VIEW_AT
-        self.robot_view = robot_view
         if not robot_view:
             self.robot = self.ghost = None
             scene.add_label("/robot/off", "3D robot view off (operator_console robot_view:=false)", position=(0.0, 0.0, 0.8))
@@ -183,6 +182,11 @@ class ConsolePage:
         self.operator_root = scene.add_frame("/operator", show_axes=False, position=operator_offset_xyz)
         scene.add_label("/operator/label", "operator trackers", position=(0.0, 0.0, 0.05))
 
+
+    @property
+    def robot_view(self) -> bool:
+        """Whether the 3D view shows the robots (the ``robot_view`` setting)."""
+        return self.robot is not None
 
     @property
     def joint_names(self) -> tuple[str, ...]:
