@@ -9,6 +9,7 @@ sway and the operator's heading in the tracking world.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +32,7 @@ UPPER_ARM_LENGTH = 0.29
 FOREARM_LENGTH = 0.27
 # Palm down, fingers forward: hand z = chest x, hand x (palm normal) = -chest z.
 NEUTRAL_HAND_ROTATION = np.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]])
+ELBOW_OUTWARD = {"left": np.array([0.0, 0.35, -1.0]), "right": np.array([0.0, -0.35, -1.0])}  # where elbows hang
 
 
 @dataclass
@@ -111,13 +113,14 @@ def script(motion: str, phase: float) -> dict[str, ArmState]:
 def elbow_position(shoulder: np.ndarray, wrist: np.ndarray, side: str) -> np.ndarray:
     """Two-link human arm: the elbow hangs down and slightly outwards."""
     reach = wrist - shoulder
-    distance = min(np.linalg.norm(reach), UPPER_ARM_LENGTH + FOREARM_LENGTH - 1e-6)
-    axis = reach / np.linalg.norm(reach)
+    length = math.sqrt(reach @ reach)
+    distance = min(length, UPPER_ARM_LENGTH + FOREARM_LENGTH - 1e-6)
+    axis = reach / length
     along = (UPPER_ARM_LENGTH**2 - FOREARM_LENGTH**2 + distance**2) / (2.0 * distance)
-    radius = np.sqrt(max(UPPER_ARM_LENGTH**2 - along**2, 0.0))
-    outward = np.array([0.0, 0.35 if side == "left" else -0.35, -1.0])
+    radius = math.sqrt(max(UPPER_ARM_LENGTH**2 - along**2, 0.0))
+    outward = ELBOW_OUTWARD[side]
     swivel = outward - axis * (outward @ axis)
-    return shoulder + along * axis + radius * swivel / np.linalg.norm(swivel)
+    return shoulder + along * axis + (radius / math.sqrt(swivel @ swivel)) * swivel
 
 
 class SyntheticOperator(SampledSource):
@@ -132,6 +135,7 @@ class SyntheticOperator(SampledSource):
         self._chest_origin = np.array([rng.uniform(-1, 1), rng.uniform(-1, 1), 1.3])
         self._sway_freq = rng.uniform(0.1, 0.5, size=(3, 3))  # (body part, axis)
         self._sway_phase = rng.uniform(0, 2 * np.pi, size=(3, 3))
+        self._chest_rotation = _rotation_z(self._heading)
 
     def motion_at(self, t: float) -> tuple[str, float]:
         cycle, phase = divmod(t / self.config.period_s, 1.0)
@@ -143,7 +147,7 @@ class SyntheticOperator(SampledSource):
         return self.config.sway_m * np.sin(2 * np.pi * self._sway_freq[part] * t + self._sway_phase[part])
 
     def chest_pose(self, t: float) -> np.ndarray:
-        return pose(_rotation_z(self._heading), self._chest_origin + self._sway(0, t))
+        return pose(self._chest_rotation, self._chest_origin + self._sway(0, t))
 
     def frame_at(self, t: float, parts: frozenset = FRAME_PARTS) -> OperatorFrame:
         """The operator at ``t``; ``parts`` limits it to the trackers or the hands (a source that
