@@ -122,7 +122,7 @@ class StreamingWorldModel:
             ref_latent = StreamingVAEEncoder(self.vae).push(rgb_to_tensor(image[None], self.device, self.dtype))
             null_control = self.encoder.push(rgb_to_tensor(self._null_skeleton[None], self.device, self.dtype))
             self.sampler.start(ref_latent, null_control, self.text_embeds)
-            self.decoder.push(ref_latent)  # primes the causal decoder with the reference frame
+            self.decoder.prime(ref_latent)  # the causal decoder's context: the reference frame
         self.timings = StageTimings()
         self._last_frame = image
         self._chunk_frames = 1  # the reference is frame 0 of the chunk

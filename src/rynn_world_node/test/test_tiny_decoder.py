@@ -56,6 +56,26 @@ def test_the_previous_latent_changes_the_next_frames():
     assert (outputs[0] - outputs[1]).abs().max() > 1e-3
 
 
+def test_priming_on_a_reference_leaves_the_stream_where_pushing_it_does():
+    """A stream's reference latent is primed (memory only, no frames); the frames after it are the
+    frames after pushing it, and the VAE decoder's prime is its push too."""
+    decoder = tiny_decoder(5)
+    h, w = CONFIG.latent_size
+    g = torch.Generator().manual_seed(6)
+    reference, block = (torch.randn(1, CONFIG.latent_channels, 1, h, w, generator=g) for _ in range(2))
+    pushed, primed = StreamingTinyDecoder(decoder), StreamingTinyDecoder(decoder)
+    pushed.push(reference)
+    assert primed.prime(reference) is None
+    torch.testing.assert_close(primed.push(block), pushed.push(block), atol=0, rtol=0)
+    vae = StreamingWorldModel(CONFIG).vae
+    vae_pushed, vae_primed = StreamingVAEDecoder(vae), StreamingVAEDecoder(vae)
+    vae_pushed.push(reference)
+    vae_primed.prime(reference)
+    torch.testing.assert_close(vae_primed.push(block), vae_pushed.push(block), atol=0, rtol=0)
+    unprimed = StreamingTinyDecoder(decoder).push(block)
+    assert unprimed.shape[2] == 1  # without the reference the block would start a stream
+
+
 @pytest.fixture(scope="module")
 def teacher(tmp_path_factory):
     directory = tmp_path_factory.mktemp("teacher")

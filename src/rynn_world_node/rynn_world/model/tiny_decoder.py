@@ -70,12 +70,10 @@ class TinyVideoDecoder(ModelMixin, ConfigMixin):
     def memory_widths(self) -> list[int]:
         return [self.config.latent_width] * len(self.memory)
 
-    def forward(self, latents: torch.Tensor, memory: list[torch.Tensor] | None = None,
-                first: bool = True) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """(B, z, T, h, w) latents -> ((B, 3, n, H, W) frames in about [-1, 1], new memory).
-
-        memory: the previous latent frame's input to each memory block (zeros at a stream start);
-        first: the first latent is a stream start, decoded to one frame (its last split) as the VAE does."""
+    def features(self, latents: torch.Tensor, memory: list[torch.Tensor] | None = None
+                 ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """The low-resolution part: (B * T, latent_width, h, w) features and the new memory (what
+        the next latent frame's memory blocks see; all a stream needs of its reference frame)."""
         b, _, t, h, w = latents.shape
         x = latents.permute(0, 2, 1, 3, 4).reshape(b * t, -1, h, w)
         x = F.relu(self.stem(x))
@@ -86,6 +84,16 @@ class TinyVideoDecoder(ModelMixin, ConfigMixin):
             past = torch.cat([before, frames[:, :-1]], dim=1).flatten(0, 1)
             new_memory.append(frames[:, -1])
             x = block(x, past)
+        return x, new_memory
+
+    def forward(self, latents: torch.Tensor, memory: list[torch.Tensor] | None = None,
+                first: bool = True) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """(B, z, T, h, w) latents -> ((B, 3, n, H, W) frames in about [-1, 1], new memory).
+
+        memory: the previous latent frame's input to each memory block (zeros at a stream start);
+        first: the first latent is a stream start, decoded to one frame (its last split) as the VAE does."""
+        b, t, h, w = latents.shape[0], latents.shape[2], latents.shape[3], latents.shape[4]
+        x, new_memory = self.features(latents, memory)
         n = self.config.temporal_upsample
         x = F.relu(self.split(x)).reshape(b * t * n, -1, h, w)  # channel blocks -> frames (any memory layout)
         for conv in self.up:
@@ -114,3 +122,10 @@ class StreamingTinyDecoder:
         frames, self._memory = self.decoder(latents.to(device=param.device, dtype=param.dtype), self._memory,
                                             first=self._memory is None)
         return frames.clamp(-1.0, 1.0)
+
+    @torch.no_grad()
+    def prime(self, latents: torch.Tensor) -> None:
+        """``push`` without the frames: a stream's reference latent only sets the memory (a quarter of
+        a reference push's cost: its frames would be upsampled four times and three thrown away)."""
+        param = self.decoder.stem.weight
+        _, self._memory = self.decoder.features(latents.to(device=param.device, dtype=param.dtype), self._memory)

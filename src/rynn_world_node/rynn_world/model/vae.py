@@ -145,6 +145,11 @@ class StreamingVAEDecoder:
             out = unpatchify(out, patch_size=vae.config.patch_size)
         return out.clamp(-1.0, 1.0)
 
+    def prime(self, latents: torch.Tensor) -> None:
+        """Start the stream on these latents (a reference) without keeping their frames; the VAE's
+        causal caches need the whole decode."""
+        self.push(latents)
+
 
 def rgb_to_tensor(frames: np.ndarray, device=None, dtype=torch.float32) -> torch.Tensor:
     """(T, H, W, 3) uint8 -> (1, 3, T, H, W) in [-1, 1]."""

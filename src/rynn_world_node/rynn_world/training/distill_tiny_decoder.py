@@ -65,6 +65,9 @@ class _RecordingDecoder:
         self.frames.append(frames)
         return frames
 
+    def prime(self, latents: torch.Tensor) -> None:
+        self.push(latents)  # the reference's decode is part of the clip's target
+
 
 @torch.no_grad()
 def clip_pairs(clip, vae, transformer, config: WorldModelConfig, seed: int) -> dict[str, dict]:
