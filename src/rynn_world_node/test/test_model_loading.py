@@ -34,7 +34,7 @@ def test_a_saved_checkpoint_reproduces_its_model(tmp_path):
     original.vae.save_pretrained(tmp_path / "vae")
 
     loaded, described = load_streaming_model(CONFIG, str(tmp_path), "cpu", seed=5)
-    assert described == f"checkpoint {tmp_path}, VAE decoder"
+    assert described == f"checkpoint {tmp_path}, VAE control encoder, VAE decoder"
     assert loaded.transformer.control_scale.item() == pytest.approx(0.37)
     np.testing.assert_array_equal(generate(loaded), generate(StreamingWorldModel(
         CONFIG, transformer=original.transformer, vae=original.vae, seed=5)))
