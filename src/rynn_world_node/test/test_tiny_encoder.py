@@ -63,6 +63,8 @@ def test_the_previous_latent_changes_the_next_latent():
 def teacher(tmp_path_factory):
     directory = tmp_path_factory.mktemp("teacher")
     model = StreamingWorldModel(CONFIG, seed=4)
+    with torch.no_grad():  # a control branch that is not zero (it starts so), so the control encoder shows in the frames
+        model.transformer.control_patch_embedding.weight.normal_(0.0, 0.2)
     model.transformer.save_pretrained(directory / "transformer")
     model.vae.save_pretrained(directory / "vae")
     return directory
@@ -80,9 +82,8 @@ def test_distillation_learns_the_vae_latents_scores_the_live_path_and_the_node_l
     latents, stream = report["held_out"]["latents"], report["held_out"]["end_to_end"]
     assert latents["clips"] > 0 and 0 < latents["relative_rms"] < 1
     assert stream["clips"] > 0 and stream["decoder"] == "vae"
-    for key in ("vae_encoder_psnr_vs_frames_db", "tiny_encoder_psnr_vs_frames_db"):
+    for key in ("vae_encoder_psnr_vs_frames_db", "tiny_encoder_psnr_vs_frames_db", "tiny_vs_vae_stream_psnr_db"):
         assert np.isfinite(stream[key]), key
-    assert stream["tiny_vs_vae_stream_psnr_db"] > 20  # (inf: this random teacher's DiT ignores its control)
     gap = stream["vae_encoder_psnr_vs_frames_db"] - stream["tiny_encoder_psnr_vs_frames_db"]
     assert report["meets_bar"] == (gap <= 0.3)
 

@@ -37,7 +37,7 @@ class TinyControlEncoder(ModelMixin, ConfigMixin):
         temporal_downsample: int = 4,
         spatial_downsample: int = 8,
         frame_widths: tuple[int, ...] = (16, 32),
-        latent_width: int = 48,
+        latent_width: int = 40,
         memory_blocks: int = 2,
     ):
         super().__init__()
