@@ -201,11 +201,11 @@ def tiny_encoder_section(run_dir: Path, recipe: Path) -> str:
     latents, stream = report["held_out"]["latents"], report["held_out"]["end_to_end"]
     verdict = "meets" if report["meets_bar"] else "does NOT meet"
     return f"""{TINY_ENCODER_SECTION}
-`{TINY_ENCODER_DIR}/`: a `TinyControlEncoder` ({report['parameters'] / 1e6:.2f} M parameters: frame widths
-{list(encoder['frame_widths'])}, latent width {encoder['latent_width']}, {encoder['memory_blocks']} memory blocks over the
-previous latent frame) distilled from this checkpoint's VAE encoder on control frames (skeleton renders); the
-VAE still encodes the reference image. The world-model node encodes the control frames with it on the CPU
-(`encoder:=auto`; `encoder:=vae` for the VAE's encoder).
+`{TINY_ENCODER_DIR}/`: a `TinyControlEncoder` ({report['parameters'] / 1e6:.2f} M parameters: frame widths \
+{list(encoder['frame_widths'])}, latent width {encoder['latent_width']}, {encoder['memory_blocks']} memory blocks over the \
+previous latent frame) distilled from this checkpoint's VAE encoder on control frames (skeleton renders); the VAE still encodes
+the reference image. The world-model node encodes the control frames with it on the CPU (`encoder:=auto`;
+`encoder:=vae` for the VAE's encoder).
 Recipe: `python -m rynn_world.training.distill_tiny_encoder --config {recipe}` ({report['config']['steps']}
 steps), then `python -m rynn_world.training.package_default --tiny-encoder {run_dir} --recipe {recipe}`.
 
@@ -213,10 +213,10 @@ Held out: episodes {held_out['episodes']} of every task, {held_out['clip_frames'
 
 - Latents ({latents['clips']} clips): MSE {latents['mse']:.4f} against the VAE encoder's normalised latents,
   relative RMS error {100 * latents['relative_rms']:.1f} %.
-- End to end ({stream['clips']} clips, the live path: reference = the clip's first frame, its control frames
-  one per tick, {stream['decoder']} decoder, same seed), PSNR against the recorded frames: VAE encoder
-  {stream['vae_encoder_psnr_vs_frames_db']:.2f} dB, tiny encoder {stream['tiny_encoder_psnr_vs_frames_db']:.2f} dB;
-  the two generated streams against each other {stream['tiny_vs_vae_stream_psnr_db']:.2f} dB.
+- End to end ({stream['clips']} clips; the live path: reference = the clip's first frame, its control frames
+  one per tick, {stream['decoder']} decoder, same seed), PSNR against the recorded frames:
+  VAE encoder {stream['vae_encoder_psnr_vs_frames_db']:.2f} dB, tiny encoder {stream['tiny_encoder_psnr_vs_frames_db']:.2f} dB;
+  the two generated streams against each other: {stream['tiny_vs_vae_stream_psnr_db']:.2f} dB.
 
 Verdict: {verdict} the bar (end-to-end PSNR within {report['psnr_tolerance_db']:g} dB of the VAE encoder's).
 Speed: `benchmarks/bench_world_model.py --sections serving` (encode column, VAE vs tiny encoder).
