@@ -96,13 +96,13 @@ def serving_options(config, threads: int, steps: int, tiny_decoder: TinyVideoDec
         ("onednn + tiny decoder", "onednn", 1, {"tiny_decoder": tiny_decoder}),
         ("onednn + tiny decoder + tiny encoder", "onednn", 1, {"tiny_decoder": tiny_decoder, "control_encoder": tiny_encoder}),
     ]
-    print(f"{'variant':<34}{'threads':>8}{'render':>8}{'encode':>8}{'DiT':>8}{'decode':>8}{'total':>8}{'FPS':>7}")
+    print(f"{'variant':<38}{'threads':>8}{'render':>8}{'encode':>8}{'DiT':>8}{'decode':>8}{'total':>8}{'FPS':>7}")
     encode = {}
     for name, kernels, n_threads, options in variants:
         torch.set_num_threads(n_threads)
         ms = stream_stage_ms(config, warmup=2, steps=steps, vae_kernels=kernels, **options)[0]
         encode[name] = ms["encode"]
-        print(f"{name:<34}{n_threads:>8}{ms['render']:>8.2f}{ms['encode']:>8.2f}{ms['dit']:>8.2f}{ms['decode']:>8.2f}"
+        print(f"{name:<38}{n_threads:>8}{ms['render']:>8.2f}{ms['encode']:>8.2f}{ms['dit']:>8.2f}{ms['decode']:>8.2f}"
               f"{ms['total']:>8.2f}{1000.0 / ms['total']:>7.1f}")
     torch.set_num_threads(threads)
     print("(ms per output video frame; the other processes of the graph share these cores)")
