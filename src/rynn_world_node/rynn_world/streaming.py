@@ -66,7 +66,7 @@ class StreamingWorldModel:
         vae_kernels: "reference" (diffusers' kernels) or "onednn" (CPU float32 only: ~4x faster
         VAE, outputs within float rounding; see model.vae.use_vae_kernels and the benchmark).
         tiny_decoder: decode the generated latents with this distilled decoder instead of the VAE's
-        (model.tiny_decoder; the VAE still encodes the reference and the skeletons).
+        (model.tiny_decoder; the VAE still encodes the reference, and the skeletons unless control_encoder).
         control_encoder: encode the control frames (skeleton renders) with this distilled encoder instead
         of the VAE's (model.tiny_encoder); the VAE still encodes the reference image."""
         self.config = config
