@@ -29,6 +29,7 @@ from rynn_world.evaluation.metrics import psnr
 from rynn_world.model.configs import get_config
 from rynn_world.model.teacher import generate_bidirectional
 from rynn_world.model.tiny_decoder import TINY_DECODER_DIR, TinyVideoDecoder
+from rynn_world.model.tiny_encoder import TINY_ENCODER_DIR, TinyControlEncoder
 from rynn_world.model.vae import StreamingVAEDecoder
 from rynn_world.nodes.model_loading import load_streaming_model
 from rynn_world.skeleton import CameraIntrinsics, SkeletonRenderer
@@ -53,9 +54,10 @@ def intrinsics_for(height: int, width: int) -> CameraIntrinsics:
 
 def stream_stage_ms(config, warmup: int, steps: int, vae_kernels: str = "reference",
                     prepare=lambda model: None, context=torch.no_grad,
-                    tiny_decoder: TinyVideoDecoder | None = None) -> tuple[dict, StreamingWorldModel]:
+                    tiny_decoder: TinyVideoDecoder | None = None,
+                    control_encoder: TinyControlEncoder | None = None) -> tuple[dict, StreamingWorldModel]:
     model = StreamingWorldModel(config, intrinsics=intrinsics_for(config.height, config.width), seed=0,
-                                vae_kernels=vae_kernels, tiny_decoder=tiny_decoder)
+                                vae_kernels=vae_kernels, tiny_decoder=tiny_decoder, control_encoder=control_encoder)
     prepare(model)
     return run_stream(model, warmup, steps, context), model
 
@@ -81,7 +83,8 @@ def vae_weights_channels_last(model: StreamingWorldModel) -> None:
             module.weight.data = module.weight.data.contiguous(memory_format=torch.channels_last_3d)
 
 
-def serving_options(config, threads: int, steps: int, tiny_decoder: TinyVideoDecoder) -> None:
+def serving_options(config, threads: int, steps: int, tiny_decoder: TinyVideoDecoder,
+                    tiny_encoder: TinyControlEncoder) -> None:
     """Before (diffusers' VAE kernels, torch's default threads) vs each option, same run."""
     variants = [
         ("before: reference kernels", "reference", threads, {}),
@@ -90,16 +93,22 @@ def serving_options(config, threads: int, steps: int, tiny_decoder: TinyVideoDec
         ("reference, inference_mode", "reference", 1, dict(context=torch.inference_mode)),
         (f"onednn, {threads} threads", "onednn", threads, {}),
         ("onednn, 1 thread (last session)", "onednn", 1, {}),
-        ("after: onednn + tiny decoder (node)", "onednn", 1, {"tiny_decoder": tiny_decoder}),
+        ("onednn + tiny decoder", "onednn", 1, {"tiny_decoder": tiny_decoder}),
+        ("onednn + tiny decoder + tiny encoder", "onednn", 1, {"tiny_decoder": tiny_decoder, "control_encoder": tiny_encoder}),
     ]
-    print(f"{'variant':<34}{'threads':>8}{'render':>8}{'encode':>8}{'DiT':>8}{'decode':>8}{'total':>8}{'FPS':>7}")
+    print(f"{'variant':<38}{'threads':>8}{'render':>8}{'encode':>8}{'DiT':>8}{'decode':>8}{'total':>8}{'FPS':>7}")
+    encode = {}
     for name, kernels, n_threads, options in variants:
         torch.set_num_threads(n_threads)
         ms = stream_stage_ms(config, warmup=2, steps=steps, vae_kernels=kernels, **options)[0]
-        print(f"{name:<34}{n_threads:>8}{ms['render']:>8.2f}{ms['encode']:>8.2f}{ms['dit']:>8.2f}{ms['decode']:>8.2f}"
+        encode[name] = ms["encode"]
+        print(f"{name:<38}{n_threads:>8}{ms['render']:>8.2f}{ms['encode']:>8.2f}{ms['dit']:>8.2f}{ms['decode']:>8.2f}"
               f"{ms['total']:>8.2f}{1000.0 / ms['total']:>7.1f}")
     torch.set_num_threads(threads)
     print("(ms per output video frame; the other processes of the graph share these cores)")
+    vae_ms, tiny_ms = encode["onednn + tiny decoder"], encode["onednn + tiny decoder + tiny encoder"]
+    print(f"control encode per frame, 1 thread: VAE encoder (onednn) {vae_ms:.2f} ms, tiny encoder {tiny_ms:.2f} ms "
+          f"({tiny_ms / vae_ms:.2f}x)")
 
 
 def kernel_output_difference(config, steps: int) -> None:
@@ -142,6 +151,18 @@ def tiny_decoder_for(config, path: Path | None = None) -> tuple[TinyVideoDecoder
         return TinyVideoDecoder.from_pretrained(str(packaged / TINY_DECODER_DIR)).eval(), "packaged"
     return TinyVideoDecoder(latent_channels=config.latent_channels, temporal_upsample=config.temporal_compression,
                             spatial_upsample=config.spatial_compression).eval(), "random weights"
+
+
+def tiny_encoder_for(config, path: Path | None = None) -> tuple[TinyControlEncoder, str]:
+    """`path` (a trained tiny_control_encoder/ directory), else the packaged checkpoint's, else random weights of
+    the default architecture (its speed is the same)."""
+    if path is not None:
+        return TinyControlEncoder.from_pretrained(str(path)).eval(), str(path)
+    packaged = packaged_checkpoint(config.name)
+    if packaged is not None and (packaged / TINY_ENCODER_DIR).is_dir():
+        return TinyControlEncoder.from_pretrained(str(packaged / TINY_ENCODER_DIR)).eval(), "packaged"
+    return TinyControlEncoder(latent_channels=config.latent_channels, temporal_downsample=config.temporal_compression,
+                              spatial_downsample=config.spatial_compression).eval(), "random weights"
 
 
 def decoder_comparison(config, steps: int, tiny_path: Path | None) -> None:
@@ -344,6 +365,8 @@ def main():
     parser.add_argument("--compile", action="store_true", help="also time the DiT under torch.compile (slow to compile)")
     parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated subset of {','.join(SECTIONS)}")
     parser.add_argument("--tiny-decoder", type=Path, help="a tiny_decoder/ directory to compare (default: the packaged one)")
+    parser.add_argument("--tiny-encoder", type=Path,
+                        help="a tiny_control_encoder/ directory to compare (default: the packaged one)")
     args = parser.parse_args()
     sections = set(args.sections.split(","))
     if not sections <= set(SECTIONS):
@@ -361,7 +384,8 @@ def main():
     steps = 4 if args.quick else 10
     if "serving" in sections:
         print("\n== serving options, before vs after (per output frame) ==")
-        serving_options(config, args.threads, steps, tiny_decoder_for(config, args.tiny_decoder)[0])
+        serving_options(config, args.threads, steps, tiny_decoder_for(config, args.tiny_decoder)[0],
+                        tiny_encoder_for(config, args.tiny_encoder)[0])
         kernel_output_difference(config, steps)
         camera_size_conversion(config)
 

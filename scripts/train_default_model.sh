@@ -2,7 +2,7 @@
 # Reproduce the shipped embedded_cpu world model from nothing (about 1.5 h on two CPU cores):
 # paired sim episodes, VAE (frames, then clips), stage-2 CFM teacher, causal warm-up + DMD,
 # held-out evaluation and training curves, packaging into rynn_world/checkpoints/embedded_cpu with its model card, and the
-# distilled tiny decoder added to it.
+# distilled tiny decoder and tiny control encoder added to it (the encoder: about 30 more minutes on one core).
 # Every step resumes from its latest checkpoint if interrupted; outputs go to outputs/embedded_cpu.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -29,3 +29,9 @@ DATA_COMMAND="python -m rynn_robot_bridge.episodes.generate --operator synthetic
 "$PY" -m rynn_world.training.distill_tiny_decoder --config src/rynn_world_node/config/tiny_decoder_cpu.yaml
 "$PY" -m rynn_world.training.package_default --config embedded_cpu --tiny-decoder outputs/embedded_cpu/tiny_decoder/final \
   --recipe src/rynn_world_node/config/tiny_decoder_cpu.yaml
+# The tiny control encoder the node encodes skeleton renders with on CPUs, distilled from the packaged
+# VAE encoder (scored end to end with the packaged tiny decoder above); packaging refuses it unless the
+# live stream's held-out PSNR is within 0.3 dB of the VAE encoder's.
+"$PY" -m rynn_world.training.distill_tiny_encoder --config src/rynn_world_node/config/tiny_encoder_cpu.yaml
+"$PY" -m rynn_world.training.package_default --config embedded_cpu --tiny-encoder outputs/embedded_cpu/tiny_encoder/final \
+  --recipe src/rynn_world_node/config/tiny_encoder_cpu.yaml

@@ -20,6 +20,7 @@ from .model.causal import CausalStudentSampler
 from .model.configs import WorldModelConfig
 from .model.placement import place
 from .model.tiny_decoder import StreamingTinyDecoder, TinyVideoDecoder
+from .model.tiny_encoder import StreamingTinyControlEncoder, TinyControlEncoder
 from .model.transformer import RynnWorldTransformer
 from .model.vae import StreamingVAEDecoder, StreamingVAEEncoder, build_vae, rgb_to_tensor, tensor_to_rgb, use_vae_kernels
 from .skeleton import CameraIntrinsics, ControlSample, SkeletonRenderer, SkeletonStyle, render_control
@@ -58,13 +59,16 @@ class StreamingWorldModel:
         reanchor_every: int | None = None,
         vae_kernels: str = "reference",
         tiny_decoder: TinyVideoDecoder | None = None,
+        control_encoder: TinyControlEncoder | None = None,
     ):
         """Random weights are used when no transformer / vae is given (tests, benchmarks).
 
         vae_kernels: "reference" (diffusers' kernels) or "onednn" (CPU float32 only: ~4x faster
         VAE, outputs within float rounding; see model.vae.use_vae_kernels and the benchmark).
         tiny_decoder: decode the generated latents with this distilled decoder instead of the VAE's
-        (model.tiny_decoder; the VAE still encodes the reference and the skeletons)."""
+        (model.tiny_decoder; the VAE still encodes the reference, and the skeletons unless control_encoder).
+        control_encoder: encode the control frames (skeleton renders) with this distilled encoder instead
+        of the VAE's (model.tiny_encoder); the VAE still encodes the reference image."""
         self.config = config
         self.device = torch.device(device) if device is not None else torch.device("cpu")
         self.dtype = dtype
@@ -86,7 +90,8 @@ class StreamingWorldModel:
             sigmas=fm.student_sigmas(config.denoising_list, config.shift),
             generator=self.generator,
         )
-        self.encoder = StreamingVAEEncoder(self.vae)
+        self.encoder = (StreamingVAEEncoder(self.vae) if control_encoder is None
+                        else StreamingTinyControlEncoder(place(control_encoder, self.device, dtype).eval()))
         self.decoder = (StreamingVAEDecoder(self.vae) if tiny_decoder is None
                         else StreamingTinyDecoder(place(tiny_decoder, self.device, dtype).eval()))
         self.resampler = FrameClockResampler(config.fps)

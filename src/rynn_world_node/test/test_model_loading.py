@@ -9,6 +9,8 @@ from safetensors.torch import load_file
 
 from rynn_world.checkpoints import packaged_checkpoint
 from rynn_world.model.configs import get_config
+from rynn_world.model.tiny_encoder import StreamingTinyControlEncoder
+from rynn_world.model.vae import StreamingVAEEncoder
 from rynn_world.nodes.model_loading import load_streaming_model
 from rynn_world.streaming import StreamingWorldModel
 from rynn_world.training.export import load_or_build_transformer, load_vae
@@ -34,7 +36,7 @@ def test_a_saved_checkpoint_reproduces_its_model(tmp_path):
     original.vae.save_pretrained(tmp_path / "vae")
 
     loaded, described = load_streaming_model(CONFIG, str(tmp_path), "cpu", seed=5)
-    assert described == f"checkpoint {tmp_path}, VAE decoder"
+    assert described == f"checkpoint {tmp_path}, VAE control encoder, VAE decoder"
     assert loaded.transformer.control_scale.item() == pytest.approx(0.37)
     np.testing.assert_array_equal(generate(loaded), generate(StreamingWorldModel(
         CONFIG, transformer=original.transformer, vae=original.vae, seed=5)))
@@ -128,3 +130,21 @@ def test_on_the_cpu_the_packaged_default_decodes_with_its_shipped_tiny_decoder()
     assert "Verdict: meets the bar (30 dB" in card
     _, described = load_streaming_model(get_config("embedded_cpu"), "", "cpu", decoder="vae")
     assert described.endswith("VAE decoder"), described
+
+
+def test_on_the_cpu_the_packaged_default_encodes_control_frames_with_its_shipped_tiny_encoder():
+    """encoder auto: the distilled tiny control encoder shipped beside the VAE (its card: end-to-end PSNR within
+    0.3 dB of the VAE encoder's on held-out clips) encodes the skeletons on the CPU; the VAE's encoder on request."""
+    packaged = packaged_checkpoint("embedded_cpu")
+    shipped = load_file(packaged / "tiny_control_encoder" / "diffusion_pytorch_model.safetensors")
+    model, described = load_streaming_model(get_config("embedded_cpu"), "", "cpu", encoder="auto")
+    assert "tiny distilled control encoder" in described, described
+    assert isinstance(model.encoder, StreamingTinyControlEncoder)
+    loaded = model.encoder.encoder.state_dict()  # the StreamingTinyControlEncoder's TinyControlEncoder
+    assert set(loaded) == set(shipped)
+    for name, weights in shipped.items():
+        torch.testing.assert_close(loaded[name], weights)
+    card = (packaged / "MODEL_CARD.md").read_text()
+    assert "## Tiny control encoder" in card and "Verdict: meets the bar (end-to-end PSNR within 0.3 dB" in card
+    model, described = load_streaming_model(get_config("embedded_cpu"), "", "cpu", encoder="vae")
+    assert "VAE control encoder" in described and isinstance(model.encoder, StreamingVAEEncoder)

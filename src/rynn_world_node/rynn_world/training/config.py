@@ -108,6 +108,24 @@ class TinyDecoderConfig:
 
 
 @dataclass
+class TinyEncoderConfig:
+    """Distil a TinyControlEncoder from a checkpoint's VAE encoder of control frames (serving on CPUs)."""
+
+    model: str = "embedded_cpu"
+    teacher_checkpoint: str = ""  # dir with vae/ and transformer/; "" = the packaged checkpoint of `model`
+    encoder: dict = field(default_factory=dict)  # TinyControlEncoder arguments (frame_widths, latent_width, ...)
+    l1_weight: float = 0.0
+    mse_weight: float = 1.0
+    # ships when its generated streams' PSNR against the recorded frames is at most this far below the
+    # VAE encoder's (held-out clips, the live path end to end)
+    psnr_tolerance_db: float = 0.3
+    data: DataConfig = field(default_factory=DataConfig)
+    eval_data: DataConfig = field(default_factory=DataConfig)
+    optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=1e-3, warmup_steps=50, decay="cosine"))
+    run: RunConfig = field(default_factory=RunConfig)
+
+
+@dataclass
 class DistillConfig:
     """Causal flow-matching warm-up, then DMD, starting from a trained teacher checkpoint."""
 

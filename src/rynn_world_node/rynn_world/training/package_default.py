@@ -22,6 +22,7 @@ from ..evaluation.evaluate import markdown_table
 from ..live_session import SessionSettings
 from ..model.configs import get_config
 from ..model.tiny_decoder import TINY_DECODER_DIR
+from ..model.tiny_encoder import TINY_ENCODER_DIR
 from .export import load_or_build_transformer, load_vae
 
 CHECKPOINTS_DIR = Path(checkpoints.__file__).parent
@@ -148,8 +149,8 @@ def package_default(config_name: str, checkpoint: Path, evaluation: Path, method
     card = model_card(config_name, checkpoint, results, method, recipe, data_command, curves)
     target = CHECKPOINTS_DIR / config_name if target is None else Path(target)
     shutil.rmtree(target, ignore_errors=True)
-    for part in ("transformer", "vae", TINY_DECODER_DIR):
-        if part != TINY_DECODER_DIR or (checkpoint / part).is_dir():
+    for part in ("transformer", "vae", TINY_DECODER_DIR, TINY_ENCODER_DIR):
+        if part in ("transformer", "vae") or (checkpoint / part).is_dir():
             shutil.copytree(checkpoint / part, target / part)
     if curves is not None:
         shutil.copy(evaluation.parent / CURVES_PNG, target / CURVES_PNG)
@@ -189,22 +190,72 @@ Speed: `benchmarks/bench_world_model.py` (VAE vs tiny decoder on the same stream
 """
 
 
-def package_tiny_decoder(run_dir: Path, recipe: Path, target: Path) -> Path:
-    """Ship a distilled tiny decoder into a packaged checkpoint and (re)write its card section."""
+TINY_ENCODER_SECTION = "## Tiny control encoder"
+
+
+def tiny_encoder_section(run_dir: Path, recipe: Path) -> str:
+    """The card's section for a distilled tiny control encoder, from its run's evaluation.json."""
     report = json.loads((run_dir / "evaluation.json").read_text())
-    if not report["meets_bar"]:
-        raise ValueError(f"{run_dir} does not meet the {report['psnr_bar_db']:g} dB bar: {report['held_out']}")
-    shutil.rmtree(target / TINY_DECODER_DIR, ignore_errors=True)
-    shutil.copytree(run_dir / TINY_DECODER_DIR, target / TINY_DECODER_DIR)
+    encoder = report["config"]["encoder"]
+    held_out = report["config"]["data"]
+    latents, stream = report["held_out"]["latents"], report["held_out"]["end_to_end"]
+    verdict = "meets" if report["meets_bar"] else "does NOT meet"
+    return f"""{TINY_ENCODER_SECTION}
+`{TINY_ENCODER_DIR}/`: a `TinyControlEncoder` ({report['parameters'] / 1e6:.2f} M parameters: frame widths \
+{list(encoder['frame_widths'])}, latent width {encoder['latent_width']}, {encoder['memory_blocks']} memory blocks over the \
+previous latent frame) distilled from this checkpoint's VAE encoder on control frames (skeleton renders); the VAE still encodes
+the reference image. The world-model node encodes the control frames with it on the CPU (`encoder:=auto`;
+`encoder:=vae` for the VAE's encoder).
+Recipe: `python -m rynn_world.training.distill_tiny_encoder --config {recipe}` ({report['config']['steps']}
+steps), then `python -m rynn_world.training.package_default --tiny-encoder {run_dir} --recipe {recipe}`.
+
+Held out: episodes {held_out['episodes']} of every task, {held_out['clip_frames']}-frame clips every {held_out['stride']} frames.
+
+- Latents ({latents['clips']} clips): MSE {latents['mse']:.4f} against the VAE encoder's normalised latents,
+  relative RMS error {100 * latents['relative_rms']:.1f} %.
+- End to end ({stream['clips']} clips; the live path: reference = the clip's first frame, its control frames
+  one per tick, {stream['decoder']} decoder, same seed), PSNR against the recorded frames:
+  VAE encoder {stream['vae_encoder_psnr_vs_frames_db']:.2f} dB, tiny encoder {stream['tiny_encoder_psnr_vs_frames_db']:.2f} dB;
+  the two generated streams against each other: {stream['tiny_vs_vae_stream_psnr_db']:.2f} dB.
+
+Verdict: {verdict} the bar (end-to-end PSNR within {report['psnr_tolerance_db']:g} dB of the VAE encoder's).
+Speed: `benchmarks/bench_world_model.py --sections serving` (encode column, VAE vs tiny encoder).
+"""
+
+
+def _write_section(target: Path, heading: str, section: str) -> None:
+    """(Re)write a card section: the old one runs up to the next "## " heading; a new one goes before Limits."""
     card = (target / "MODEL_CARD.md").read_text()
-    section = tiny_decoder_section(run_dir, recipe)
-    if TINY_SECTION in card:  # replace the old section (it runs up to the next "## " heading)
-        start = card.index(TINY_SECTION)
-        end = card.find("\n## ", start + len(TINY_SECTION))
+    if heading in card:
+        start = card.index(heading)
+        end = card.find("\n## ", start + len(heading))
         card = card[:start] + section + (card[end + 1:] if end != -1 else "")
     else:
         card = card.replace("## Limits", section + "\n## Limits", 1)
     (target / "MODEL_CARD.md").write_text(card)
+
+
+def _ship(run_dir: Path, directory: str, target: Path) -> None:
+    report = json.loads((run_dir / "evaluation.json").read_text())
+    if not report["meets_bar"]:
+        bar = (f"{report['psnr_bar_db']:g} dB bar" if "psnr_bar_db" in report
+               else f"bar (within {report['psnr_tolerance_db']:g} dB of the VAE encoder)")
+        raise ValueError(f"{run_dir} does not meet the {bar}: {report['held_out']}")
+    shutil.rmtree(target / directory, ignore_errors=True)
+    shutil.copytree(run_dir / directory, target / directory)
+
+
+def package_tiny_decoder(run_dir: Path, recipe: Path, target: Path) -> Path:
+    """Ship a distilled tiny decoder into a packaged checkpoint and (re)write its card section."""
+    _ship(run_dir, TINY_DECODER_DIR, target)
+    _write_section(target, TINY_SECTION, tiny_decoder_section(run_dir, recipe))
+    return target
+
+
+def package_tiny_encoder(run_dir: Path, recipe: Path, target: Path) -> Path:
+    """Ship a distilled tiny control encoder into a packaged checkpoint and (re)write its card section."""
+    _ship(run_dir, TINY_ENCODER_DIR, target)
+    _write_section(target, TINY_ENCODER_SECTION, tiny_encoder_section(run_dir, recipe))
     return target
 
 
@@ -218,13 +269,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-command", default="", help="the command that made the training data, for the card")
     parser.add_argument("--tiny-decoder", type=Path,
                         help="instead: add this distill_tiny_decoder run's final/ to the packaged checkpoint and its card")
+    parser.add_argument("--tiny-encoder", type=Path,
+                        help="instead: add this distill_tiny_encoder run's final/ to the packaged checkpoint and its card")
     args = parser.parse_args(argv)
-    if args.tiny_decoder is not None:
-        target = package_tiny_decoder(args.tiny_decoder, args.recipe[0], CHECKPOINTS_DIR / args.config)
-        print(f"added {args.tiny_decoder / TINY_DECODER_DIR} to {target}; card: {target / 'MODEL_CARD.md'}")
+    for run_dir, package, directory in ((args.tiny_decoder, package_tiny_decoder, TINY_DECODER_DIR),
+                                        (args.tiny_encoder, package_tiny_encoder, TINY_ENCODER_DIR)):
+        if run_dir is not None:
+            target = package(run_dir, args.recipe[0], CHECKPOINTS_DIR / args.config)
+            print(f"added {run_dir / directory} to {target}; card: {target / 'MODEL_CARD.md'}")
+    if args.tiny_decoder is not None or args.tiny_encoder is not None:
         return
     if args.checkpoint is None or args.evaluation is None:
-        parser.error("--checkpoint and --evaluation are required (unless --tiny-decoder)")
+        parser.error("--checkpoint and --evaluation are required (unless --tiny-decoder or --tiny-encoder)")
     target = package_default(args.config, args.checkpoint, args.evaluation, args.method, args.recipe,
                              data_command=args.data_command)
     print(f"packaged {args.checkpoint} as {target}; card: {target / 'MODEL_CARD.md'}")
