@@ -76,13 +76,13 @@ def free_lcm_url() -> str:
         return f"udpm://239.255.76.67:{probe.getsockname()[1]}?ttl=0"
 
 
-def launch_command(arguments: list[str], log_dir: Path) -> list[str]:
+def launch_command(arguments: list[str], log_dir: Path, overrides: list[str] = ()) -> list[str]:
     defaults = {"mode": "digital", "source": "synthetic", "record": "true", "record_dir": str(log_dir / "bags"),
                 "lcm_url": free_lcm_url()}
     given = {item.partition(":=")[0] for item in arguments}
     chosen = [f"{name}:={value}" for name, value in defaults.items() if name not in given] + arguments
     return [sys.executable, "-m", "rynn_world.launcher", *chosen, "--log-dir", str(log_dir),
-            "--set", "rynn_bridge.status_rate_hz=2.0"]
+            "--set", "rynn_bridge.status_rate_hz=2.0", *(item for value in overrides for item in ("--set", value))]
 
 
 def start_graph(command: list[str], log_dir: Path, deadline_s: float = 300.0) -> tuple[subprocess.Popen, Path]:
@@ -258,6 +258,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds per mode")
     parser.add_argument("--warmup", type=float, default=8.0, help="seconds after the graph is up / after a switch before measuring")
     parser.add_argument("--log-dir", help="keep the nodes' logs and the bag here (default: a temporary directory)")
+    parser.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE",
+                        help="override one node parameter, as rynn_launch --set (repeatable): compare settings")
     options = parser.parse_args()
 
     import rclpy
@@ -268,7 +270,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench_digital_") as tmp:
         log_dir = Path(options.log_dir or tmp)
         log_dir.mkdir(parents=True, exist_ok=True)
-        command = launch_command(options.arguments, log_dir)
+        command = launch_command(options.arguments, log_dir, options.set)
         print(f"graph: {' '.join(command[1:])}\nmachine: {machine_info()}", flush=True)
         launcher, output = start_graph(command, log_dir)
         processes = {name: int(pid) for name, pid in STARTED.findall(output.read_text())}  # the latest start of each
