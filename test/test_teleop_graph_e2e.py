@@ -91,7 +91,7 @@ class Consumer:
         self.infos: list = []
         self.source_stamps = {"real": set(), "digital": set()}
         self.joint_states: list = []  # position tuples
-        self.commands: deque = deque(maxlen=400)  # /rynn/command/joint_states positions, ~2 s
+        self.commands: deque = deque(maxlen=400)  # /rynn/command/joint_states positions (50 Hz), ~8 s
         self.modes: list = []
         self.bridge_faults: list | None = None
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)

@@ -60,6 +60,10 @@ class RetargetNodeSettings(RetargetConfig):
     # sample is solved at most this often (<= 0: every sample); Ruckig still interpolates the 200 Hz
     # command, and 30 Hz stays above the world model's 16 FPS and the camera's 30 FPS.
     max_solve_rate_hz: float = 30.0
+    # /rynn/command/joint_states (the commanded joints for viewers: the console's ghost robot, RViz) at
+    # most this often (<= 0: with every 200 Hz command). A 54-name JointState at 200 Hz cost the
+    # command thread more than the command itself; /rynn/action carries every command.
+    command_state_rate_hz: float = 50.0
     frames: OperatorFrames = field(default_factory=OperatorFrames)
 
 

@@ -55,6 +55,7 @@ def operator_graph(request, start_process):
 def test_retarget_node_follows_the_synthetic_operator(ros_node, operator_graph):
     from diagnostic_msgs.msg import DiagnosticArray
     from rynn_teleop_msgs.msg import BimanualSkeleton, RobotAction
+    from sensor_msgs.msg import JointState
     from tf2_msgs.msg import TFMessage
 
     from rynn_common.action_layout import LEFT_ARM, RIGHT_ARM, RIGHT_HAND
@@ -74,6 +75,9 @@ def test_retarget_node_follows_the_synthetic_operator(ros_node, operator_graph):
         received_trackers.add(stamp_s(msg.transforms[0].header))
 
     ros_node.create_subscription(TFMessage, "/tf", on_tf, RELIABLE)
+    command_states = []  # /rynn/command/joint_states: (stamp, positions), for viewers at command_state_rate_hz
+    ros_node.create_subscription(JointState, "/rynn/command/joint_states",
+                                 lambda m: command_states.append((stamp_s(m.header), np.array(m.position))), RELIABLE)
     schedule = []  # the node's own account of its 200 Hz loop: (stamp, commands published, periods skipped)
     ros_node.create_subscription(DiagnosticArray, "/diagnostics", lambda m: schedule.extend(
         (stamp_s(m.header), int(values["outputs"]), int(values.get("dropped.skipped_output_period", 0)))
@@ -93,7 +97,7 @@ def test_retarget_node_follows_the_synthetic_operator(ros_node, operator_graph):
     for proc, up in zip(operator_graph, ups, strict=True):  # start-up on a loaded machine: a readiness wait, then deadlines
         assert wait_for_log(proc, up), logs()
     assert wait_until(lambda: len(actions) > 10 and len(tf_samples) > 10, 60.0, spin=ros_node.spin_once), logs()
-    actions.clear(), tf_samples.clear(), hands.clear(), skeletons.clear(), schedule.clear()
+    actions.clear(), tf_samples.clear(), hands.clear(), skeletons.clear(), schedule.clear(), command_states.clear()
     # The window is at least COLLECT_S of the node's own stream (its stamps) and MIN_SOLVES solves: a starved
     # node solves a few times a second, a starved test process takes the streams in late; neither sets the
     # amount of evidence. Then every paired stream must have caught up to its end, and all are cut there.
@@ -142,6 +146,14 @@ def test_retarget_node_follows_the_synthetic_operator(ros_node, operator_graph):
     smoothing = pipeline.config.smoothing
     assert step_velocity[:, :14].max() <= smoothing.arm_max_velocity * 1.01
     assert step_velocity[:, 14:].max() <= smoothing.hand_max_velocity * 1.01
+
+    # 1b. The same commands as JointState for viewers, rate-limited by time (50 Hz): each is the command of its
+    #     stamp, and a loop that skips periods publishes fewer, never more.
+    by_stamp = {a[0]: a[2] for a in window}
+    states = [(stamp, position) for stamp, position in command_states if action_stamps[0] <= stamp <= end]
+    assert states and all(np.array_equal(position, by_stamp[stamp]) for stamp, position in states if stamp in by_stamp)
+    assert sum(stamp in by_stamp for stamp, _ in states) >= 0.9 * len(states)  # the test may miss a few actions
+    assert len(states) <= 50.0 * (end - action_stamps[0]) * 1.02 + 2, (len(states), end - action_stamps[0])
 
     # 2a. Each IK solution puts the robot palm where the operator's wrist maps through the
     #     scale and calibration chain: the node's camera-frame skeleton is stamped with the

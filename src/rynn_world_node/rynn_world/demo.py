@@ -7,7 +7,7 @@ robot's LCM protocol), switching with /rynn/set_mode between them, then exports 
 LeRobot dataset and writes one MP4 per episode (camera | operator skeleton side by side) and a
 summary (episodes, frames, FPS achieved, latencies) to ``<out>/summary.{json,md}``.
 
-    rynn_demo [--out outputs/demo] [--seconds 10] [--model-config embedded_cpu] [--checkpoint DIR]
+    rynn_demo [--out outputs/demo] [--seconds 10] [--settle 5] [--model-config embedded_cpu] [--checkpoint DIR]
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -42,6 +43,9 @@ class DemoSettings:
     camera_height: int = 240
     fps: int = 16  # export and video frame rate (the world model's)
     startup_timeout_s: float = 240.0
+    # streaming before each recording starts, as an operator would: the first seconds after the graph
+    # comes up (or a switch) also pay one-time costs (the model's first steps, nodes still starting)
+    settle_s: float = 5.0
     # The whole graph shares the machine's cores: on a small CPU, lighter operator input, a
     # 15 Hz simulated camera and one torch thread leave the world model room to stream.
     node_overrides: tuple[str, ...] = (
@@ -56,12 +60,26 @@ def run_demo(settings: DemoSettings, progress: bool = True) -> dict:
     """Run the session and the exports; returns the summary (also written to ``out``)."""
     out = settings.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
+    clear_previous_demo(out)
     launcher = start_graph(settings, out)
     try:
         episodes = record_session(settings, launcher, progress)
     finally:
         stop_graph(launcher)
     return finish(settings, out, episodes, progress)
+
+
+DEMO_PRODUCTS = ("bags", "lerobot", "videos", "logs", "launcher.log", "summary.json", "summary.md")
+
+
+def clear_previous_demo(out: Path) -> None:
+    """A second run replaces the first one's products (the LeRobot export refuses a non-empty
+    directory, and old bags would be exported with the new ones); nothing else in ``out`` is touched."""
+    previous = [out / name for name in DEMO_PRODUCTS if (out / name).exists()]
+    if previous:
+        print(f"replacing the previous demo in {out}", flush=True)
+    for path in previous:
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
 
 
 def start_graph(settings: DemoSettings, out: Path) -> subprocess.Popen:
@@ -108,6 +126,7 @@ def record_session(settings: DemoSettings, launcher: subprocess.Popen, progress:
             if mode != session.mode:
                 session.switch_mode(mode, launcher)
                 session.wait_for_camera(settings.startup_timeout_s, launcher, mode)
+            session.spin_for(settings.settle_s)
             episodes.append(session.record_episode(f"{settings.scene} ({mode})", settings.seconds, mode, progress))
         return episodes
     finally:
@@ -204,13 +223,14 @@ def main(argv: list[str] | None = None) -> int:
     defaults = DemoSettings()
     parser.add_argument("--out", type=Path, default=defaults.out)
     parser.add_argument("--seconds", type=float, default=defaults.seconds, help="recorded per episode")
+    parser.add_argument("--settle", type=float, default=defaults.settle_s, help="seconds streamed before each recording")
     parser.add_argument("--model-config", default=defaults.model_config)
     parser.add_argument("--checkpoint", default=defaults.checkpoint)
     parser.add_argument("--scene", default=defaults.scene)
     parser.add_argument("--camera-width", type=int, default=defaults.camera_width)
     parser.add_argument("--camera-height", type=int, default=defaults.camera_height)
     args = parser.parse_args(argv)
-    settings = DemoSettings(out=args.out, seconds=args.seconds, model_config=args.model_config,
+    settings = DemoSettings(out=args.out, seconds=args.seconds, settle_s=args.settle, model_config=args.model_config,
                             checkpoint=args.checkpoint, scene=args.scene, camera_width=args.camera_width,
                             camera_height=args.camera_height)
     started = time.monotonic()

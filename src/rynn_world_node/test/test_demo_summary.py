@@ -1,5 +1,6 @@
-"""The demo's real-time verdict: the digital FPS it reports is the lower of what its subscriber saw and
-what the recorder wrote to the bag, and an episode that left digital mode never counts as digital."""
+"""The demo's real-time verdict (the digital FPS it reports is the lower of what its subscriber saw and
+what the recorder wrote to the bag, and an episode that left digital mode never counts as digital), and
+a second run replacing the first one's products."""
 
 from rynn_common.ros_names import IMAGE_TOPIC
 from rynn_world.demo import DIGITAL_FPS_FLOOR, digital_verdict, summary_markdown
@@ -30,3 +31,15 @@ def test_a_mode_change_during_the_digital_episode_fails_and_the_summary_says_why
 
 def test_no_digital_episode_is_not_real_time():
     assert not digital_verdict([episode("real", 300, 300)])["met"]
+
+
+def test_a_second_demo_replaces_the_first_ones_products_and_nothing_else(tmp_path):
+    from rynn_world.demo import clear_previous_demo
+
+    for directory in ("bags/episode_0000", "lerobot/data", "videos", "logs", "mine"):
+        (tmp_path / directory).mkdir(parents=True)
+    for name in ("summary.json", "summary.md", "launcher.log", "notes.txt", "lerobot/data/chunk.parquet"):
+        (tmp_path / name).write_text("x")
+    clear_previous_demo(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "notes.txt"]
+    clear_previous_demo(tmp_path)  # nothing left to replace: no error

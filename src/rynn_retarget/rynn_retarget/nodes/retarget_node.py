@@ -14,7 +14,8 @@ Publishes
 - ``/rynn/action`` (RobotAction, frame base_link), 200 Hz; ``sequence`` numbers the control periods: a
   period the starved loop skipped (counted, ``dropped.skipped_output_period``) is a gap, and the next
   command is where the smoother is by then (its limits are in seconds, not in messages)
-- ``/rynn/command/joint_states`` (JointState of the same command; the bridge owns /joint_states)
+- ``/rynn/command/joint_states`` (JointState of the same command, at most ``command_state_rate_hz``, 50;
+  the bridge owns /joint_states)
 - ``/rynn/operator/skeleton_camera`` (BimanualSkeleton in camera_color_optical_frame, stamped
   with the tracker sample; elbows = the commanded robot elbows), for the world model
 - ``/rynn/status`` (TeleopStatus) and ``/diagnostics``
@@ -85,6 +86,8 @@ class RetargetNode(Node):
         self.calibration_file = settings.calibration_file
         self.hands_timeout = settings.hands_timeout_s
         self.solve_interval = 1.0 / settings.max_solve_rate_hz if settings.max_solve_rate_hz > 0 else 0.0
+        rate = settings.command_state_rate_hz
+        self.command_state_interval = 1.0 / rate if rate > 0 else 0.0
         self.world_frame = settings.frames.world
         self.tracker_by_frame = {getattr(settings.frames, n): n for n in TRACKER_NAMES}
 
@@ -238,6 +241,7 @@ class RetargetNode(Node):
     # --- 200 Hz output --------------------------------------------------------
     def output_loop(self) -> None:
         schedule = OutputSchedule(self.smoother.period, MAX_CATCH_UP_S, time.monotonic())
+        next_state = float("-inf")
         periods = 1  # this tick's: 1 + the periods skipped before it (the smoother's limits are in seconds)
         last_tick = None
         while self._running and rclpy.ok(context=self.context):
@@ -252,15 +256,21 @@ class RetargetNode(Node):
             with self.smoother_lock:
                 position, velocity = self.smoother.step(periods)
             # Ruckig may overshoot a limit by rounding; the robot rejects any excursion.
-            self.publish_command(np.clip(position, self.pipeline.lower, self.pipeline.upper), velocity, schedule.index)
+            with_state = now >= next_state
+            if with_state:
+                following = next_state + self.command_state_interval
+                next_state = following if following > now else now + self.command_state_interval
+            self.publish_command(np.clip(position, self.pipeline.lower, self.pipeline.upper), velocity, schedule.index,
+                                 with_state)
             delay, periods = schedule.next_tick(time.monotonic())
             if periods > 1:  # hopelessly behind: the missed periods are skipped (counted), a gap in the sequence
                 self.stats.drop("skipped_output_period", periods - 1)
             if delay > 0:
                 time.sleep(delay)
 
-    def publish_command(self, position: np.ndarray, velocity: np.ndarray, sequence: int) -> None:
-        """``sequence``: the control period's index (skipped periods and refused commands leave gaps)."""
+    def publish_command(self, position: np.ndarray, velocity: np.ndarray, sequence: int, with_state: bool = True) -> None:
+        """``sequence``: the control period's index (skipped periods and refused commands leave gaps);
+        ``with_state``: also publish it as /rynn/command/joint_states (rate-limited: command_state_rate_hz)."""
         stamp = self.get_clock().now().to_msg()
         try:
             action = make_robot_action(position, stamp, BASE_FRAME, sequence)
@@ -269,10 +279,12 @@ class RetargetNode(Node):
             self.get_logger().error(f"not publishing an invalid command: {error}", throttle_duration_sec=1.0)
             return
         self.action_pub.publish(action)
+        self.stats.count_output()
+        if not with_state:
+            return
         state = JointState(name=self.names, position=position.tolist(), velocity=velocity.tolist())
         state.header.stamp = stamp
         self.command_pub.publish(state)
-        self.stats.count_output()
 
     # --- status and calibration -----------------------------------------------
     def publish_status(self) -> None:
