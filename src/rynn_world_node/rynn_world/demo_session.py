@@ -32,7 +32,8 @@ class DemoSession:
         self.mode: str | None = None
         self.camera_frames = 0
         self.latencies: dict[str, float] = {}  # "<source>/<stage>" -> latest p50 [s]
-        self.node.create_subscription(Image, IMAGE_TOPIC, self._on_image, LIVE_QOS)
+        # raw: the demo counts frames (the bag holds them), so it never deserialises 230-900 kB images
+        self.node.create_subscription(Image, IMAGE_TOPIC, self._on_image, LIVE_QOS, raw=True)
         self.node.create_subscription(String, MODE_TOPIC, self._on_mode, LATCHED_QOS)
         self.node.create_subscription(TeleopStatus, STATUS_TOPIC, self._on_status, LIVE_QOS)
         # Service callers, not bare clients: a request lost to a respawned recorder is sent again.
@@ -41,7 +42,7 @@ class DemoSession:
         self.stop = node_service_caller(self.node, Trigger, RECORDER_SERVICES["stop"])
         self.recorder_parameters = node_service_caller(self.node, SetParameters, "/rynn_recorder/set_parameters")
 
-    def _on_image(self, _msg: Image) -> None:
+    def _on_image(self, _data: bytes) -> None:
         self.camera_frames += 1
 
     def _on_mode(self, msg: String) -> None:
