@@ -30,20 +30,27 @@ def teacher_latents(transformer, reference: torch.Tensor, control: torch.Tensor,
 
 def stream_clip(transformer, vae, config: WorldModelConfig, reference: np.ndarray, control: np.ndarray, seed: int,
                 reanchor_every: int | None, anchor_frames: np.ndarray | None = None) -> np.ndarray:
-    """Frames 1.. of a clip from StreamingWorldModel: reset on the reference (frame 0, null action),
-    then control frame j (j >= 1) pushed at time j / fps, a step as soon as a block's last tick has
-    arrived (as the live session steps, so the model clock never skips), re-anchoring every
-    ``reanchor_every`` frames on the last generated frame, as the model does by itself and the
-    live node does in digital mode (its real robot holds, so no real frame shows these actions).
+    """Frames 1.. of a clip from a StreamingWorldModel of these weights (``stream_model``), re-anchoring every
+    ``reanchor_every`` frames on the last generated frame, as the model does by itself and the live node
+    does in digital mode (its real robot holds, so no real frame shows these actions)."""
+    model = StreamingWorldModel(config, transformer=transformer, vae=vae, seed=seed, reanchor_every=reanchor_every)
+    return stream_model(model, reference, control, anchor_frames)
+
+
+def stream_model(model: StreamingWorldModel, reference: np.ndarray, control: np.ndarray,
+                 anchor_frames: np.ndarray | None = None) -> np.ndarray:
+    """Frames 1.. of a clip from ``model`` as the live node drives it: reset on the reference (frame 0,
+    null action), then control frame j (j >= 1) pushed at time j / fps, a step as soon as a block's last
+    tick has arrived (as the live session steps, so the model clock never skips). The one driver of the
+    live path for evaluation and for the tiny decoder's and encoder's distillation.
 
     anchor_frames: the real frames of an episode whose robot executed these controls (frame k at
     time k / fps); a due re-anchor then resets on the real frame at that instant instead, the
     paper's protocol. Only a replay of a real episode has such frames, never the live node."""
-    model = StreamingWorldModel(config, transformer=transformer, vae=vae, seed=seed, reanchor_every=reanchor_every)
     model.reset(reference)
     frames, generated = [], 0
     for j in range(1, len(control)):
-        model.push_skeleton(control[j], stamp=j / config.fps)
+        model.push_skeleton(control[j], stamp=j / model.config.fps)
         if model.next_block_end() <= model.newest_skeleton_stamp + 1e-9:
             if anchor_frames is not None and model.reanchor_due:
                 model.reset(anchor_frames[generated], keep_clock=True)

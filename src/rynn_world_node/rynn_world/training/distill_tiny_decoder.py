@@ -21,7 +21,7 @@ import torch
 from tqdm import tqdm
 
 from ..checkpoints import packaged_checkpoint
-from ..data.latent_cache import control_video
+from ..evaluation.generation import stream_model
 from ..evaluation.metrics import psnr
 from ..model.configs import WorldModelConfig, get_config
 from ..model.tiny_decoder import TINY_DECODER_DIR, StreamingTinyDecoder, TinyVideoDecoder
@@ -83,12 +83,7 @@ def clip_pairs(clip, vae, transformer, config: WorldModelConfig, seed: int) -> d
         return pairs
     model = StreamingWorldModel(config, transformer=transformer, vae=vae, seed=seed)
     recorder = model.decoder = _RecordingDecoder(model.decoder)
-    model.reset(clip.frames[0])
-    control = control_video(clip.skeleton)
-    for j in range(1, len(control)):
-        model.push_skeleton(control[j], stamp=j / config.fps)
-        if model.next_block_end() <= model.newest_skeleton_stamp + 1e-9:
-            model.step()
+    stream_model(model, clip.frames[0], clip.skeleton)
     pairs["generated"] = {"latents": torch.cat(recorder.latents, dim=2)[0].float(),
                           "target": tensor_to_rgb(torch.cat(recorder.frames, dim=2)), "frames": clip.frames}
     return pairs

@@ -21,6 +21,7 @@ from tqdm import tqdm
 
 from ..checkpoints import packaged_checkpoint
 from ..data.latent_cache import control_video
+from ..evaluation.generation import stream_model
 from ..evaluation.metrics import psnr
 from ..model.configs import WorldModelConfig, get_config
 from ..model.tiny_decoder import TINY_DECODER_DIR, TinyVideoDecoder
@@ -76,20 +77,6 @@ def latent_scores(encoder: TinyControlEncoder, targets: list[dict]) -> dict:
 
 
 @torch.no_grad()
-def stream_clip(model: StreamingWorldModel, clip) -> np.ndarray:
-    """The live path on a clip: reset on its first frame, its control frames pushed one per tick, a step
-    per block; the generated frames (T - 1, H, W, 3) uint8."""
-    model.reset(clip.frames[0])
-    control = control_video(clip.skeleton)
-    frames = []
-    for j in range(1, len(control)):
-        model.push_skeleton(control[j], stamp=j / model.config.fps)
-        if model.next_block_end() <= model.newest_skeleton_stamp + 1e-9:
-            frames.append(model.step())
-    return np.concatenate(frames)
-
-
-@torch.no_grad()
 def end_to_end_scores(encoder: TinyControlEncoder, data, teacher: Path, config: WorldModelConfig, seed: int,
                       progress: bool) -> dict:
     """Mean PSNR of the live stream against the recorded frames with each control encoder, and between them."""
@@ -101,9 +88,9 @@ def end_to_end_scores(encoder: TinyControlEncoder, data, teacher: Path, config: 
     rows = []
     for i in tqdm(range(len(clips)), desc="end to end (held out)", dynamic_ncols=True, disable=not progress):
         clip = clips[i]
-        streams = [stream_clip(StreamingWorldModel(config, transformer=transformer, vae=vae, seed=seed + i,
-                                                   vae_kernels="onednn", tiny_decoder=tiny_decoder,
-                                                   control_encoder=control_encoder), clip)
+        streams = [stream_model(StreamingWorldModel(config, transformer=transformer, vae=vae, seed=seed + i,
+                                                    vae_kernels="onednn", tiny_decoder=tiny_decoder,
+                                                    control_encoder=control_encoder), clip.frames[0], clip.skeleton)
                    for control_encoder in (None, encoder)]
         recorded = clip.frames[1: 1 + len(streams[0])]
         rows.append((psnr(streams[0], recorded), psnr(streams[1], recorded), psnr(streams[1], streams[0])))
