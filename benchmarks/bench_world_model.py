@@ -141,28 +141,25 @@ def camera_size_conversion(config, frames: int = 200) -> None:
               f"{1000 * (time.perf_counter() - start) / frames:.2f} ms/frame")
 
 
-def tiny_decoder_for(config, path: Path | None = None) -> tuple[TinyVideoDecoder, str]:
-    """`path` (a trained tiny_decoder/ directory), else the packaged checkpoint's tiny decoder, else random
-    weights of the default architecture (its speed is the same)."""
+def tiny_part_for(part, directory: str, config, path: Path | None, **architecture):
+    """(`part` model, where its weights came from): `path` (a trained directory), else the packaged checkpoint's
+    `directory`, else random weights of the default architecture (its speed is the same)."""
     if path is not None:
-        return TinyVideoDecoder.from_pretrained(str(path)).eval(), str(path)
+        return part.from_pretrained(str(path)).eval(), str(path)
     packaged = packaged_checkpoint(config.name)
-    if packaged is not None and (packaged / TINY_DECODER_DIR).is_dir():
-        return TinyVideoDecoder.from_pretrained(str(packaged / TINY_DECODER_DIR)).eval(), "packaged"
-    return TinyVideoDecoder(latent_channels=config.latent_channels, temporal_upsample=config.temporal_compression,
-                            spatial_upsample=config.spatial_compression).eval(), "random weights"
+    if packaged is not None and (packaged / directory).is_dir():
+        return part.from_pretrained(str(packaged / directory)).eval(), "packaged"
+    return part(**architecture).eval(), "random weights"
+
+
+def tiny_decoder_for(config, path: Path | None = None) -> tuple[TinyVideoDecoder, str]:
+    return tiny_part_for(TinyVideoDecoder, TINY_DECODER_DIR, config, path, latent_channels=config.latent_channels,
+                         temporal_upsample=config.temporal_compression, spatial_upsample=config.spatial_compression)
 
 
 def tiny_encoder_for(config, path: Path | None = None) -> tuple[TinyControlEncoder, str]:
-    """`path` (a trained tiny_control_encoder/ directory), else the packaged checkpoint's, else random weights of
-    the default architecture (its speed is the same)."""
-    if path is not None:
-        return TinyControlEncoder.from_pretrained(str(path)).eval(), str(path)
-    packaged = packaged_checkpoint(config.name)
-    if packaged is not None and (packaged / TINY_ENCODER_DIR).is_dir():
-        return TinyControlEncoder.from_pretrained(str(packaged / TINY_ENCODER_DIR)).eval(), "packaged"
-    return TinyControlEncoder(latent_channels=config.latent_channels, temporal_downsample=config.temporal_compression,
-                              spatial_downsample=config.spatial_compression).eval(), "random weights"
+    return tiny_part_for(TinyControlEncoder, TINY_ENCODER_DIR, config, path, latent_channels=config.latent_channels,
+                         temporal_downsample=config.temporal_compression, spatial_downsample=config.spatial_compression)
 
 
 def decoder_comparison(config, steps: int, tiny_path: Path | None) -> None:
