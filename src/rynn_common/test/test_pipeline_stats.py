@@ -83,3 +83,23 @@ def test_readers_get_copies_that_cannot_change_the_counts():
     stats.set_totals(outputs=7, dropped={"lost": 4}, rejected={"bad": 1})
     snapshot = stats.snapshot()
     assert (snapshot.outputs, snapshot.dropped["lost"], snapshot.dropped["stale"], snapshot.rejected_total) == (7, 4, 3, 1)
+
+
+def test_percentiles_are_numpys_floats_from_one_sort():
+    """The status messages' p50/p99 equal np.percentile's exactly (any window length, ties, one sample)."""
+    import numpy as np
+
+    from rynn_common.pipeline_stats import percentiles
+
+    rng = np.random.default_rng(0)
+    for trial in range(3000):
+        samples = rng.random(int(rng.integers(1, 600))) * rng.choice([1e-4, 1.0, 250.0])
+        if trial % 3 == 0:
+            samples = np.round(samples, 3)  # ties
+        assert percentiles(samples, (50, 99, 0, 100)) == [float(np.percentile(samples, q)) for q in (50, 99, 0, 100)]
+    stats = PipelineStats(window=5)
+    for seconds in (0.5, 0.1, 0.4, 0.2, 0.3, 9.0):  # the window keeps the last five
+        stats.record("stage", seconds)
+    summary = stats.latencies["stage"]
+    assert (summary.last, summary.p50, summary.count) == (9.0, 0.3, 6)
+    assert summary.p99 == float(np.percentile([0.1, 0.4, 0.2, 0.3, 9.0], 99))
