@@ -32,11 +32,17 @@ input (it anchors on the newest real frame it holds), the console's joint-state 
 (each drawn from the newest at the view's own rate). Best effort, depth 1: nothing is resent or
 queued for a reader that would drop it anyway.
 
-``LATEST_IMAGE_QOS``: readers of camera images that show or relay only the newest frame: the
-bridge's camera sources (image and camera info), the console's camera views. Reliable: a
-best-effort subscription lost ~40% of 640x480 frames (``benchmarks/bench_bridge.py``), and a
-best-effort camera publisher does not match (the bridge reports it as a fault). Depth 1: a reader
-that fell behind gets the newest frame, never a backlog.
+``LATEST_IMAGE_QOS``: readers of camera images that show only the newest frame: the console's
+camera views. Reliable: a best-effort subscription lost ~40% of 640x480 frames
+(``benchmarks/bench_bridge.py``), and a best-effort camera publisher does not match (the bridge
+reports it as a fault). Depth 1: a reader that fell behind gets the newest frame, never a backlog.
+
+``RELAY_IMAGE_QOS``: the bridge's camera sources (image and camera info), which it relays to the
+canonical topics. Reliable as above; 4 deep, one world-model block: the world model publishes a
+block's 4 frames a quarter of a model period (16 ms) apart, and a depth-1 relay whose executor woke
+later than that on the loaded machine forwarded only the newest of them (default graph: the world
+model published 9.9 FPS, the canonical topic carried 5.5). A relay that fell further behind still
+skips to the newest 4 (at most ~250 ms of digital frames, ~130 ms of the real camera's).
 
 ``CAMERA_DRIVER_QOS``: the camera writers that stand in for realsense2_camera
 (``realsense_camera_node``, the simulated robot's camera): reliable like realsense2_camera's
@@ -71,6 +77,7 @@ TF_QOS = RECORDED_STREAM_QOS
 LIVE_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 LATEST_ONLY_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
 LATEST_IMAGE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+RELAY_IMAGE_QOS = QoSProfile(depth=4, reliability=ReliabilityPolicy.RELIABLE)
 CAMERA_DRIVER_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
 DIGITAL_CAMERA_QOS = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
 REPORTS_QOS = QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE)

@@ -48,7 +48,7 @@ from rynn_common.config_paths import find_config
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
-from rynn_common.qos import LATCHED_QOS, LATEST_IMAGE_QOS, LATEST_ONLY_QOS, LIVE_QOS, RECORDED_CAMERA_QOS, RECORDED_STREAM_QOS, STATUS_QOS
+from rynn_common.qos import LATCHED_QOS, LATEST_ONLY_QOS, LIVE_QOS, RECORDED_CAMERA_QOS, RECORDED_STREAM_QOS, RELAY_IMAGE_QOS, STATUS_QOS
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status
 from rynn_common.ros_names import ACTION_TOPIC, DIAGNOSTICS_TOPIC, JOINT_STATES_TOPIC, MODE_TOPIC, SET_MODE_SERVICE, STATUS_TOPIC
 from rynn_robot_bridge.bridge.camera_router import CameraRouter, FrameFormat, Routed
@@ -108,9 +108,9 @@ class BridgeNode(Node):
         ):
             incompatible = SubscriptionEventCallbacks(incompatible_qos=lambda event, t=image_topic: self._incompatible_source(t, event))
             # raw: frames are relayed as the bytes received (no 900 kB deserialize + re-serialize per frame)
-            self.create_subscription(Image, image_topic, lambda raw, s=source: self._relay_image(s, raw), LATEST_IMAGE_QOS,
+            self.create_subscription(Image, image_topic, lambda raw, s=source: self._relay_image(s, raw), RELAY_IMAGE_QOS,
                                      event_callbacks=incompatible, raw=True)
-            self.create_subscription(CameraInfo, info_topic, lambda raw, s=source: self._relay_info(s, raw), LATEST_IMAGE_QOS,
+            self.create_subscription(CameraInfo, info_topic, lambda raw, s=source: self._relay_info(s, raw), RELAY_IMAGE_QOS,
                                      raw=True)
         self.create_subscription(RobotAction, ACTION_TOPIC, self._on_action, LATEST_ONLY_QOS)
         self.create_service(SetMode, SET_MODE_SERVICE, self._on_set_mode)
