@@ -165,7 +165,8 @@ class CanonicalProbe:
 
     def _on_diagnostics(self, msg) -> None:
         for status in msg.status:
-            self.counters[status.name] = {kv.key: kv.value for kv in status.values if kv.key.startswith(("rejected.", "dropped."))}
+            self.counters[status.name] = {kv.key: kv.value for kv in status.values
+                                          if kv.key.startswith(("rejected.", "dropped.")) or kv.key.endswith(".count")}
 
     def _on_image(self, msg) -> None:
         arrived = time.time()
@@ -205,11 +206,16 @@ def call(executor, client, request, timeout: float = 30.0, or_none: bool = False
     return future.result()
 
 
+def relayed_frames(probe: CanonicalProbe) -> int:
+    """The bridge's count of camera frames it forwarded (its camera_relay stage), as of its last status."""
+    return int(probe.counters.get("rynn_bridge", {}).get("camera_relay.count", 0))
+
+
 def measure(label: str, probe: CanonicalProbe, executor, cpu: CpuMeter, options) -> dict:
     spin_for(executor, options.warmup)
     probe.reset()
     probe.measuring = True
-    published_before = getattr(probe.status.get("world_model_node"), "outputs", 0)
+    published_before, relayed_before = getattr(probe.status.get("world_model_node"), "outputs", 0), relayed_frames(probe)
     cpu.start()
     started = time.monotonic()
     spin_for(executor, options.seconds)
@@ -217,7 +223,7 @@ def measure(label: str, probe: CanonicalProbe, executor, cpu: CpuMeter, options)
     probe.measuring = False
     published = getattr(probe.status.get("world_model_node"), "outputs", 0) - published_before
     return {"label": label, "seconds": elapsed, "ages": np.asarray(probe.ages), "actions": np.asarray(probe.action_arrivals),
-            "world_model_published": published,
+            "world_model_published": published, "bridge_relayed": relayed_frames(probe) - relayed_before,
             "cpu": cpu.shares(), "status": dict(probe.status), "counters": dict(probe.counters)}
 
 
@@ -242,7 +248,8 @@ def report(window: dict) -> None:
     print(f"  bridge camera rejections so far: {counters or 'none'}")
     world = window["status"].get("world_model_node")
     if world is not None:
-        print(f"  world model published {window['world_model_published'] / seconds:5.1f} FPS (its status' output count)")
+        print(f"  world model published {window['world_model_published'] / seconds:5.1f} FPS, the bridge relayed "
+              f"{window['bridge_relayed'] / seconds:5.1f} FPS (their status counts)")
         stages = ", ".join(f"{entry.stage} p50 {entry.p50 * 1e3:.0f}" for entry in world.latencies)
         print(f"  world model (its status): {stages} ms; dropped inputs {world.dropped_inputs}")
         drops = next((c for name, c in window["counters"].items() if name.startswith("world_model_node")), {})

@@ -147,6 +147,19 @@ def test_launch_ros_nodes_run_the_same_programs_as_the_embedded_launcher(graph):
         assert arguments["parameters"] == ([spec.parameters] if spec.parameters else [])
         assert arguments["remappings"] == list(spec.remappings)
         assert (arguments["respawn"], arguments["respawn_delay"]) == (spec.respawn, spec.respawn_delay)
+        assert arguments.get("additional_env", {}) == spec.environment  # the same priority (RYNN_NICE)
+
+
+def test_who_yields_the_cpu(graph):
+    """The loop (operator side, bridge, world model) keeps full priority; the recorder, robot_state_publisher,
+    console and simulated robot yield (rynn_common.process_priority), reaching each process as RYNN_NICE."""
+    specs = by_name(resolve(graph, {"record": str(module_available(RECORDER)).lower(), "compose": "false"}))
+    nice = {name: spec.nice for name, spec in specs.items()}
+    assert {name for name, value in nice.items() if value} == {
+        name for name in ("rynn_recorder", "robot_state_publisher", "operator_console", "sim_robot") if name in specs}
+    assert nice["sim_robot"] < nice.get("rynn_recorder", 19) < nice["robot_state_publisher"]
+    assert specs["sim_robot"].environment == {"RYNN_NICE": str(nice["sim_robot"])}
+    assert specs["rynn_bridge"].environment == {} and specs["world_model_node"].environment == {}
 
 
 @pytest.mark.parametrize("entry, message", [
@@ -154,10 +167,14 @@ def test_launch_ros_nodes_run_the_same_programs_as_the_embedded_launcher(graph):
     ("respawn: yes please", "respawn must be true/false"),
     ("respawn: true, respawn_delay: -1", "respawn_delay must be seconds >= 0"),
     ("respawn_delay: 2.0", "respawn_delay must be seconds >= 0 on a respawned node"),
+    ("nice: -5", "nice must be an integer 0..19"),
+    ("nice: 20", "nice must be an integer 0..19"),
+    ("nice: low", "nice must be an integer 0..19"),
+    ("nice: 5, container: c", "nice and container exclude each other"),
 ])
 def test_bad_respawn_policies_are_named(tmp_path, entry, message):
     graph_file = tmp_path / "graph.yaml"
-    graph_file.write_text(f"nodes:\n  - {{name: n, package: p, executable: e, module: m, {entry}}}\n")
+    graph_file.write_text(f"containers: {{c: {{}}}}\nnodes:\n  - {{name: n, package: p, executable: e, module: m, {entry}}}\n")
     with pytest.raises(GraphError, match=re.escape(message)):
         load_graph(graph_file)
 
@@ -274,7 +291,15 @@ def test_ctrl_c_stops_the_whole_graph_cleanly(tmp_path, start_process):
     assert {"tracker_node", "glove_node", "retarget_node", "sim_robot", "world_model_node", "rynn_bridge"} <= set(pids)
     graph = load_graph()
     flags = {name: "false" for name in ("console", "compose") if name in graph.arguments}
-    assert set(pids) == {spec.name for spec in resolve(graph, flags)}  # one process per node of the graph
+    specs = resolve(graph, flags)
+    assert set(pids) == {spec.name for spec in specs}  # one process per node of the graph
+    for spec in specs:  # each process at its graph priority, all its threads, its own session's autogroup too
+        threads = Path(f"/proc/{pids[spec.name]}/task").iterdir()
+        nice = {int((thread / "stat").read_text().rsplit(")", 1)[1].split()[16]) for thread in threads}
+        assert min(nice) == spec.nice, (spec.name, nice)  # a library may lower its own thread further (the sim's: 19)
+        autogroup = Path(f"/proc/{pids[spec.name]}/autogroup")
+        if autogroup.exists():
+            assert autogroup.read_text().split()[-1] == str(spec.nice), spec.name
 
     # The world model dying is reported and it is restarted (respawn in the graph); the graph keeps running.
     os.kill(pids["world_model_node"], signal.SIGKILL)

@@ -6,6 +6,9 @@ by ``destroy_node()`` before the rclpy context goes away. rclpy's own handler
 would invalidate the context from inside the signal, and a KeyboardInterrupt
 raised in rclpy's C++ calls surfaces as unrelated errors.
 
+Before rclpy starts, the process takes the packaged Fast DDS profile (rynn_common.dds_profile) and the
+priority its launcher asked for (rynn_common.process_priority).
+
 Nodes spin on rclpy's C++ EventsExecutor (``threads`` > 1: the Python
 MultiThreadedExecutor): its wait and dispatch loop is C++, where the Python
 executors rebuild a wait set in Python for every message. It installs its own
@@ -30,8 +33,10 @@ from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
+from rynn_common.dds_profile import use_packaged_profile
 from rynn_common.local_delivery import connect_local
 from rynn_common.process_link import stop_with_launcher
+from rynn_common.process_priority import lower_priority, requested_nice
 
 SPIN_CHECK_S = 0.1  # how often the spin loop looks at the stop flag
 
@@ -47,6 +52,8 @@ def run_components(factories: list[Callable[[], Node]], args=None, threads: int 
     """Create every node in order, link their in-process topics (``connect_local``), put them on one
     executor, call ``on_ready(nodes, linked topics)``, spin until a signal or an external shutdown,
     then destroy them in reverse order and shut rclpy down."""
+    use_packaged_profile()  # before rclpy makes the participant
+    priority = lower_priority(requested_nice())
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     stop = threading.Event()
 
@@ -64,6 +71,8 @@ def run_components(factories: list[Callable[[], Node]], args=None, threads: int 
         stop_on_signals()  # again: the EventsExecutor replaced them with its own
         for make_node in factories:
             nodes.append(make_node())
+        if priority:
+            nodes[0].get_logger().info(f"process priority lowered: {', '.join(priority)}")
         linked = connect_local(nodes)  # before any of them spins: no DDS copy of an in-process message is taken unrecognised
         for node in nodes:
             executor.add_node(node)

@@ -199,6 +199,7 @@ def make_diagnostics(stats: PipelineStats, name: str, hardware_id: str, stamp: T
         values += [
             KeyValue(key=f"{s.stage}.p50_ms", value=f"{s.p50 * 1e3:.3f}"),
             KeyValue(key=f"{s.stage}.p99_ms", value=f"{s.p99 * 1e3:.3f}"),
+            KeyValue(key=f"{s.stage}.count", value=str(s.count)),
         ]
     values += [KeyValue(key=f"dropped.{k}", value=str(v)) for k, v in sorted(snapshot.dropped.items())]
     values += [KeyValue(key=f"rejected.{k}", value=str(v)) for k, v in sorted(snapshot.rejected.items())]

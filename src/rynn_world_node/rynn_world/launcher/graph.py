@@ -22,7 +22,8 @@ ARG_PATTERN = re.compile(r"\$\(arg ([A-Za-z_][A-Za-z0-9_]*)\)")
 ARGUMENT_KEYS = {"default", "choices", "translate", "description"}
 CONTAINER_KEYS = {"if", "description"}
 NODE_KEYS = {"name", "package", "executable", "module", "required", "ready_log", "parameters", "remappings", "if", "container",
-             "respawn", "respawn_delay"}
+             "respawn", "respawn_delay", "nice"}
+MAX_NICE = 19  # rynn_common.process_priority applies it; only lowering priority needs no privileges
 
 
 class GraphError(ValueError):
@@ -72,6 +73,12 @@ class NodeSpec:
     container: str = ""  # the process it shares with other nodes when composed ("": its own process)
     respawn: bool = False  # restarted after respawn_delay s whenever it exits (as ros2 launch's respawn)
     respawn_delay: float = 0.0
+    nice: int = 0  # 1..19: the process yields the CPU to the others (rynn_common.process_priority)
+
+    @property
+    def environment(self) -> dict[str, str]:
+        """What the process needs in its environment beyond the launcher's (both launchers set it)."""
+        return {"RYNN_NICE": str(self.nice)} if self.nice else {}
 
 
 @dataclass(frozen=True)
@@ -106,6 +113,12 @@ def load_graph(path: str | Path | None = None) -> Graph:
         if missing or set(entry) - NODE_KEYS:
             raise GraphError(f"{path}: node {entry.get('name')!r} needs {sorted(missing)}; allowed keys {sorted(NODE_KEYS)}")
         check_respawn(path, entry)
+        nice = entry.get("nice", 0)
+        if isinstance(nice, bool) or not isinstance(nice, int) or not 0 <= nice <= MAX_NICE:
+            raise GraphError(f"{path}: node {entry['name']!r}: nice must be an integer 0..{MAX_NICE}, got {nice!r}")
+        if nice and "container" in entry:
+            raise GraphError(f"{path}: node {entry['name']!r}: nice and container exclude each other "
+                             f"(a container's nodes share one process and its priority)")
     if len(set(names)) != len(names):
         raise GraphError(f"{path}: node names must be unique: {names}")
     containers = dict(raw.get("containers") or {})
@@ -243,6 +256,7 @@ def resolve(graph: Graph, overrides: dict[str, str] | None = None, check_modules
                 container=entry.get("container", "") if composed(graph, entry.get("container", ""), values) else "",
                 respawn=entry.get("respawn", False),
                 respawn_delay=float(entry.get("respawn_delay", 0.0)),
+                nice=entry.get("nice", 0),
             )
         )
     return specs

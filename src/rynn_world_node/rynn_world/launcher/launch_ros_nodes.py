@@ -17,6 +17,7 @@ def node_arguments(spec: NodeSpec) -> dict:
         "output": "screen",
         "respawn": spec.respawn,
         "respawn_delay": spec.respawn_delay,
+        **({"additional_env": spec.environment} if spec.environment else {}),
     }
 
 

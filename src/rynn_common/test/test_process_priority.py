@@ -1,0 +1,53 @@
+"""RYNN_NICE: what each value gets, and a process started in its own session (as the embedded launcher
+starts nodes) ends up with every thread and its autogroup at that nice value."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rynn_common.process_priority import lower_priority, requested_nice
+
+
+@pytest.mark.parametrize("text, nice", [(None, 0), ("", 0), (" 7 ", 7), ("0", 0), ("19", 19)])
+def test_requested_nice(text, nice):
+    assert requested_nice({} if text is None else {"RYNN_NICE": text}) == nice
+
+
+@pytest.mark.parametrize("text, message", [("-1", "must be 0..19"), ("20", "must be 0..19"), ("high", "must be an integer")])
+def test_a_bad_nice_is_a_clear_error(text, message):
+    with pytest.raises(ValueError, match=message):
+        requested_nice({"RYNN_NICE": text})
+
+
+def test_zero_changes_nothing():
+    assert lower_priority(0) == []
+
+
+def test_every_thread_and_the_sessions_autogroup_yield():
+    """A thread started before (as BLAS pools are at import) and one after both run at the nice value."""
+    script = (
+        "import os, threading, time\n"
+        "from rynn_common.process_priority import lower_priority\n"
+        "before = threading.Thread(target=time.sleep, args=(30,), daemon=True); before.start()\n"
+        "print(lower_priority(6), flush=True)\n"
+        "after = threading.Thread(target=time.sleep, args=(30,), daemon=True); after.start()\n"
+        "time.sleep(30)\n"
+    )
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, start_new_session=True,
+                               env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        applied = process.stdout.readline()
+        autogroup = Path(f"/proc/{process.pid}/autogroup")
+        assert "nice 6" in applied and ("autogroup nice 6" in applied) == autogroup.exists()
+        threads = list(Path(f"/proc/{process.pid}/task").iterdir())
+        assert len(threads) >= 3
+        assert {int((thread / "stat").read_text().rsplit(")", 1)[1].split()[16]) for thread in threads} == {6}
+        if autogroup.exists():
+            assert autogroup.read_text().split()[-1] == "6"
+        assert os.getpriority(os.PRIO_PROCESS, 0) == 0  # the test process itself untouched
+    finally:
+        process.kill()
+        process.wait()
