@@ -253,7 +253,8 @@ def report(window: dict) -> None:
         stages = ", ".join(f"{entry.stage} p50 {entry.p50 * 1e3:.0f}" for entry in world.latencies)
         print(f"  world model (its status): {stages} ms; dropped inputs {world.dropped_inputs}")
         drops = next((c for name, c in window["counters"].items() if name.startswith("world_model_node")), {})
-        print(f"  world model drops so far: {', '.join(f'{k} {v}' for k, v in drops.items() if v != '0') or 'none'}")
+        drops = {key: value for key, value in drops.items() if key.startswith("dropped.") and value != "0"}
+        print(f"  world model drops so far: {', '.join(f'{k} {v}' for k, v in drops.items()) or 'none'}")
     print("  CPU, % of one core:")
     budgeted = 0.0
     for name, share in sorted(window["cpu"].items(), key=lambda item: -item[1]):
