@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from rynn_common.config_paths import find_config
+from rynn_common.process_priority import MAX_NICE, NICE_ENV
 from rynn_world.checkpoints import packaged_checkpoint
 
 GRAPH_FILE = "teleop_graph.yaml"
@@ -23,7 +24,6 @@ ARGUMENT_KEYS = {"default", "choices", "translate", "description"}
 CONTAINER_KEYS = {"if", "description"}
 NODE_KEYS = {"name", "package", "executable", "module", "required", "ready_log", "parameters", "remappings", "if", "container",
              "respawn", "respawn_delay", "nice"}
-MAX_NICE = 19  # rynn_common.process_priority applies it; only lowering priority needs no privileges
 
 
 class GraphError(ValueError):
@@ -78,7 +78,7 @@ class NodeSpec:
     @property
     def environment(self) -> dict[str, str]:
         """What the process needs in its environment beyond the launcher's (both launchers set it)."""
-        return {"RYNN_NICE": str(self.nice)} if self.nice else {}
+        return {NICE_ENV: str(self.nice)} if self.nice else {}
 
 
 @dataclass(frozen=True)
