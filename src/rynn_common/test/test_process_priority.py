@@ -32,8 +32,9 @@ def test_every_thread_and_the_sessions_autogroup_yield():
         "import os, threading, time\n"
         "from rynn_common.process_priority import lower_priority\n"
         "before = threading.Thread(target=time.sleep, args=(30,), daemon=True); before.start()\n"
-        "print(lower_priority(6), flush=True)\n"
+        "applied = lower_priority(6)\n"
         "after = threading.Thread(target=time.sleep, args=(30,), daemon=True); after.start()\n"
+        "print(applied, flush=True)  # once both threads exist\n"
         "time.sleep(30)\n"
     )
     process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, start_new_session=True,
