@@ -34,6 +34,11 @@ class ContainerSpec:
         return any(component.required for component in self.components)
 
     @property
+    def environment(self) -> dict[str, str]:
+        """Nothing beyond the launcher's: a container runs at normal priority (the graph refuses ``nice`` on its nodes)."""
+        return {}
+
+    @property
     def ready_log(self) -> str:
         """The line the container prints once every component is constructed (see container.py)."""
         return f"container {self.name} up:"

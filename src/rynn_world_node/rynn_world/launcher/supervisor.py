@@ -104,7 +104,7 @@ class GraphSupervisor:
 
     def _spawn(self, node: NodeProcess, role: str) -> None:
         node.popen = subprocess.Popen(
-            node.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**self.env, **getattr(node.spec, "environment", {})},
+            node.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**self.env, **node.spec.environment},
             start_new_session=True,
         )
         node.started_at, node.ready_at, node.exit_reported, node.respawn_at = time.monotonic(), None, False, None
