@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from launched_graph import ALL_UP, launcher_args, node_pids, process_group_alive, unique_lcm_url
-from ros_test_tools import REPO_ROOT, read_log, wait_until
+from ros_test_tools import REPO_ROOT, autogroup_nice, read_log, thread_nice, wait_until
 from rynn_world.launcher.graph import GraphError, load_graph, module_available, resolve
 from rynn_world.launcher.launch_ros_nodes import node_arguments
 from rynn_world.launcher.node_command import node_command
@@ -294,12 +294,9 @@ def test_ctrl_c_stops_the_whole_graph_cleanly(tmp_path, start_process):
     specs = resolve(graph, flags)
     assert set(pids) == {spec.name for spec in specs}  # one process per node of the graph
     for spec in specs:  # each process at its graph priority, all its threads, its own session's autogroup too
-        threads = Path(f"/proc/{pids[spec.name]}/task").iterdir()
-        nice = {int((thread / "stat").read_text().rsplit(")", 1)[1].split()[16]) for thread in threads}
+        nice = thread_nice(pids[spec.name])
         assert min(nice) == spec.nice, (spec.name, nice)  # a library may lower its own thread further (the sim's: 19)
-        autogroup = Path(f"/proc/{pids[spec.name]}/autogroup")
-        if autogroup.exists():
-            assert autogroup.read_text().split()[-1] == str(spec.nice), spec.name
+        assert autogroup_nice(pids[spec.name]) in (None, spec.nice), spec.name
 
     # The world model dying is reported and it is restarted (respawn in the graph); the graph keeps running.
     os.kill(pids["world_model_node"], signal.SIGKILL)

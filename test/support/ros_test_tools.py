@@ -55,6 +55,17 @@ def node_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def thread_nice(pid: int) -> list[int]:
+    """The nice value of each thread of process ``pid`` (field 19 of /proc/<pid>/task/<tid>/stat)."""
+    return [int((thread / "stat").read_text().rsplit(")", 1)[1].split()[16]) for thread in Path(f"/proc/{pid}/task").iterdir()]
+
+
+def autogroup_nice(pid: int) -> int | None:
+    """The nice value of the autogroup of process ``pid``; None where the kernel has no autogroups."""
+    autogroup = Path(f"/proc/{pid}/autogroup")
+    return int(autogroup.read_text().split()[-1]) if autogroup.exists() else None
+
+
 def wait_until(predicate, timeout: float, spin=None, period: float = 0.02) -> bool:
     """Poll ``predicate`` (spinning ``spin()`` between polls) until true or timeout."""
     deadline = time.monotonic() + timeout

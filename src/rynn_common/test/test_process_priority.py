@@ -4,10 +4,10 @@ starts nodes) ends up with every thread and its autogroup at that nice value."""
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from ros_test_tools import autogroup_nice, thread_nice
 from rynn_common.process_priority import lower_priority, requested_nice
 
 
@@ -41,13 +41,11 @@ def test_every_thread_and_the_sessions_autogroup_yield():
                                env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     try:
         applied = process.stdout.readline()
-        autogroup = Path(f"/proc/{process.pid}/autogroup")
-        assert "nice 6" in applied and ("autogroup nice 6" in applied) == autogroup.exists()
-        threads = list(Path(f"/proc/{process.pid}/task").iterdir())
-        assert len(threads) >= 3
-        assert {int((thread / "stat").read_text().rsplit(")", 1)[1].split()[16]) for thread in threads} == {6}
-        if autogroup.exists():
-            assert autogroup.read_text().split()[-1] == "6"
+        autogroup = autogroup_nice(process.pid)
+        assert "nice 6" in applied and ("autogroup nice 6" in applied) == (autogroup is not None)
+        nice = thread_nice(process.pid)
+        assert len(nice) >= 3 and set(nice) == {6}
+        assert autogroup in (None, 6)
         assert os.getpriority(os.PRIO_PROCESS, 0) == 0  # the test process itself untouched
     finally:
         process.kill()
