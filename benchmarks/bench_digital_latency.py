@@ -206,6 +206,11 @@ def call(executor, client, request, timeout: float = 30.0, or_none: bool = False
     return future.result()
 
 
+def published_frames(probe: CanonicalProbe) -> int:
+    """The world model's count of frames it published (its status' outputs), as of its last status."""
+    return getattr(probe.status.get("world_model_node"), "outputs", 0)
+
+
 def relayed_frames(probe: CanonicalProbe) -> int:
     """The bridge's count of camera frames it forwarded (its camera_relay stage), as of its last status."""
     return int(probe.counters.get("rynn_bridge", {}).get("camera_relay.count", 0))
@@ -215,15 +220,14 @@ def measure(label: str, probe: CanonicalProbe, executor, cpu: CpuMeter, options)
     spin_for(executor, options.warmup)
     probe.reset()
     probe.measuring = True
-    published_before, relayed_before = getattr(probe.status.get("world_model_node"), "outputs", 0), relayed_frames(probe)
+    published_before, relayed_before = published_frames(probe), relayed_frames(probe)
     cpu.start()
     started = time.monotonic()
     spin_for(executor, options.seconds)
     elapsed = time.monotonic() - started
     probe.measuring = False
-    published = getattr(probe.status.get("world_model_node"), "outputs", 0) - published_before
     return {"label": label, "seconds": elapsed, "ages": np.asarray(probe.ages), "actions": np.asarray(probe.action_arrivals),
-            "world_model_published": published, "bridge_relayed": relayed_frames(probe) - relayed_before,
+            "world_model_published": published_frames(probe) - published_before, "bridge_relayed": relayed_frames(probe) - relayed_before,
             "cpu": cpu.shares(), "status": dict(probe.status), "counters": dict(probe.counters)}
 
 
