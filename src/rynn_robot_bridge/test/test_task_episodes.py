@@ -62,3 +62,41 @@ def test_the_operator_kind_is_checked():
     robot = SimulatedRobot("block_pushing", seed=0)
     with pytest.raises(ValueError, match="unknown operator 'puppet'"):
         make_operator("block_pushing", 0, EpisodeSettings(operator="puppet"), RetargetPipeline(), robot)
+
+
+def test_each_frame_has_the_task_objects_segmentation_and_positions(generated):
+    summary = json.loads((generated / "dual_picking" / "episode_0000" / "episode.json").read_text())
+    arrays = np.load(generated / "dual_picking" / "episode_0000" / "frames.npz")
+    masks, positions = arrays["object_mask"], arrays["object_position"]
+    assert summary["mask_objects"] == ["plate", "apple", "banana"]
+    assert masks.shape == (summary["frames"], 72, 96) and masks.dtype == np.uint8
+    assert positions.shape == (summary["frames"], 3, 3)
+    assert set(np.unique(masks)) <= {0, 1, 2, 3}
+    assert all((masks[0] == label).any() for label in (1, 2, 3)), "plate, apple and banana are in view at the start"
+    for column, name in enumerate(summary["mask_objects"]):
+        np.testing.assert_allclose(positions[0, column], summary["scene"]["objects"][name]["position"], atol=1e-5)
+
+
+def test_the_object_mask_follows_the_object():
+    """The apple's label is where the apple is: gone when it is moved out of view, back when it returns."""
+    import mujoco
+
+    from rynn_common.description import D435I_COLOR
+
+    robot = SimulatedRobot("dual_picking", seed=3, camera=D435I_COLOR.scaled(96, 72))
+    apple = robot.task.object_names().index("apple") + 1
+    try:
+        seen = robot.object_mask()
+        assert (seen == apple).sum() > 5
+        joint = robot.model.body("apple").jntadr[0]
+        address = robot.model.jnt_qposadr[joint]
+        start = robot.data.qpos[address: address + 3].copy()
+        robot.data.qpos[address: address + 3] = [0.0, 5.0, 0.5]  # far to the side, out of the camera's view
+        mujoco.mj_forward(robot.model, robot.data)
+        assert not (robot.object_mask() == apple).any()
+        robot.data.qpos[address: address + 3] = start
+        mujoco.mj_forward(robot.model, robot.data)
+        np.testing.assert_array_equal(robot.object_mask(), seen)
+        assert robot.render().shape == (72, 96, 3)  # the colour render is unaffected by the segmentation pass
+    finally:
+        robot.close()

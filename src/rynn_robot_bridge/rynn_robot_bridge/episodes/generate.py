@@ -1,7 +1,8 @@
 """Generate paired episodes: ``python -m rynn_robot_bridge.episodes.generate --episodes N --seed S --out DIR``.
 
 Per episode: ``<out>/<task>/episode_NNNN/`` with ``bag/`` (rosbag2 MCAP),
-``frames.npz`` (frame-aligned arrays for fast training reads) and
+``frames.npz`` (frame-aligned arrays for fast training reads: stamps, actions, joint positions,
+the task objects' segmentation masks and positions) and
 ``episode.json``. An episode is built in a ``.partial`` directory and renamed
 into place when complete, so a crash never leaves a half-written episode, and
 a re-run skips finished ones (resumable). ``<out>/index.json`` lists them all.
@@ -10,7 +11,9 @@ a re-run skips finished ones (resumable). ``<out>/index.json`` lists them all.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import multiprocessing
 import os
 from pathlib import Path
 
@@ -30,19 +33,26 @@ def episode_dir(out: Path, task: str, index: int) -> Path:
 
 
 def generate(out: Path, tasks: list[str], episodes: int, seed: int, settings: EpisodeSettings,
-             progress: bool = True) -> list[dict]:
-    """Record every missing episode; return the index entries of all finished ones."""
-    jobs = [(task, i) for task in tasks for i in range(episodes)]
-    todo = [(task, i) for task, i in jobs if not (episode_dir(out, task, i) / "episode.json").is_file()]
-    for task, index in tqdm(todo, desc="episodes", unit="ep", disable=not progress):
-        _record_one(out, task, index, episode_seed(seed, task, index), settings)
-        write_index(out)
+             progress: bool = True, jobs: int = 1) -> list[dict]:
+    """Record every missing episode (``jobs`` at a time, in worker processes when more than one);
+    return the index entries of all finished ones. Only this process writes the index."""
+    todo = [(out, task, i, episode_seed(seed, task, i), settings) for task in tasks for i in range(episodes)
+            if not (episode_dir(out, task, i) / "episode.json").is_file()]
+    with (multiprocessing.get_context("spawn").Pool(jobs) if jobs > 1 and len(todo) > 1
+          else contextlib.nullcontext()) as pool:
+        finished = pool.imap_unordered(_record_job, todo) if pool else map(_record_job, todo)
+        for _ in tqdm(finished, total=len(todo), desc="episodes", unit="ep", disable=not progress):
+            write_index(out)
     return write_index(out)
+
+
+def _record_job(job: tuple) -> None:
+    _record_one(*job)
 
 
 def write_episode_files(directory: Path, frames: dict[str, np.ndarray], summary: dict) -> None:
     """``frames.npz`` and ``episode.json``, the files every episode directory holds besides ``bag/``."""
-    np.savez(directory / "frames.npz", **frames)
+    np.savez_compressed(directory / "frames.npz", **frames)
     (directory / "episode.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
 
 
@@ -77,13 +87,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--duration", type=float, default=EpisodeSettings.duration_s,
                         help="seconds per episode (0: the task plan's length; synthetic: 4 s)")
     parser.add_argument("--fps", type=float, default=EpisodeSettings.fps)
+    parser.add_argument("--jobs", type=int, default=1, help="episodes recorded in parallel processes")
     parser.add_argument("--width", type=int, default=EpisodeSettings.image_width)
     parser.add_argument("--height", type=int, default=EpisodeSettings.image_height)
     args = parser.parse_args(argv)
     settings = EpisodeSettings(operator=args.operator, scene_variation=args.scene_variation, duration_s=args.duration,
                                fps=args.fps, image_width=args.width, image_height=args.height)
     args.out.mkdir(parents=True, exist_ok=True)
-    entries = generate(args.out, args.tasks, args.episodes, args.seed, settings)
+    entries = generate(args.out, args.tasks, args.episodes, args.seed, settings, jobs=args.jobs)
     successes = sum(e["success"] for e in entries)
     print(f"{len(entries)} episodes in {args.out} ({successes} successful); index: {args.out / INDEX_NAME}")
 

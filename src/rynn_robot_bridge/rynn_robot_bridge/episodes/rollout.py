@@ -89,7 +89,7 @@ def run_episode(episode: Episode, bag_path: Path) -> tuple[dict, dict]:
     scene = scene_metadata(robot)
     smoother = pipeline.make_smoother()
     writer = EpisodeBagWriter(bag_path, intrinsics)
-    frames = {"stamp_ns": [], "action": [], "joint_position": []}
+    frames = {"stamp_ns": [], "action": [], "joint_position": [], "object_mask": [], "object_position": []}
     try:
         writer.write_reference_image(robot.render(), 0)
         skeleton, skeleton_valid, elbows = np.zeros((2, 21, 3)), np.zeros(2, dtype=bool), np.full((2, 3), np.nan)
@@ -113,6 +113,8 @@ def run_episode(episode: Episode, bag_path: Path) -> tuple[dict, dict]:
                 frames["stamp_ns"].append(stamp)
                 frames["action"].append(command.copy())
                 frames["joint_position"].append(robot.joint_positions())
+                frames["object_mask"].append(robot.object_mask())
+                frames["object_position"].append([robot.data.body(n).xpos.copy() for n in robot.task.object_names()])
             while robot.time < t + command_period - 1e-9:
                 robot.step()
             writer.write_joint_state(robot.joint_positions(), robot.joint_velocities(), robot.joint_efforts(),
@@ -129,6 +131,7 @@ def run_episode(episode: Episode, bag_path: Path) -> tuple[dict, dict]:
             "image_height": settings.image_height,
             "operator": settings.operator,
             "scene": scene,
+            "mask_objects": robot.task.object_names(),  # object_mask label i + 1, object_position column i
             "operator_motion": TASK_MOTIONS[task] if settings.operator == "synthetic" else "task_plan",
             "retarget_counters": {k: int(v) for k, v in pipeline.counters.items()},
         }

@@ -120,6 +120,18 @@ class SimulatedRobot:
             self._camera_view = HeadCameraView(self.model, self.camera)
         return self._camera_view.render(self.data)
 
+    def object_mask(self) -> np.ndarray:
+        """(H, W) uint8 from the head camera: 0 where no task object is seen, ``i + 1`` where
+        ``task.object_names()[i]`` is (MuJoCo's segmentation render; the evaluation's interaction regions)."""
+        if self._camera_view is None:
+            self._camera_view = HeadCameraView(self.model, self.camera)
+        geom_ids = self._camera_view.segment(self.data)
+        labels = np.zeros(self.model.nbody, dtype=np.uint8)
+        for i, name in enumerate(self.task.object_names()):
+            labels[self.model.body(name).id] = i + 1
+        geom_labels = np.append(labels[self.model.geom_bodyid], np.uint8(0))  # index -1 (nothing seen) -> 0
+        return geom_labels[geom_ids]
+
     def close(self) -> None:
         if self._camera_view is not None:
             self._camera_view.close()
@@ -142,6 +154,16 @@ class HeadCameraView:
     def render(self, data: mujoco.MjData) -> np.ndarray:
         self._renderer.update_scene(data, camera=HEAD_CAMERA)
         return self._renderer.render()
+
+    def segment(self, data: mujoco.MjData) -> np.ndarray:
+        """(H, W) geom id seen at each pixel, -1 for none (other object types, e.g. skybox, also -1)."""
+        self._renderer.update_scene(data, camera=HEAD_CAMERA)
+        self._renderer.enable_segmentation_rendering()
+        try:
+            ids, types = np.moveaxis(self._renderer.render(), -1, 0)
+        finally:
+            self._renderer.disable_segmentation_rendering()
+        return np.where(types == mujoco.mjtObj.mjOBJ_GEOM, ids, -1)
 
     def close(self) -> None:
         self._renderer.close()
