@@ -32,7 +32,7 @@ def test_episodes_on_their_frame_clock_are_read_frame_by_frame(episode_root):
     """Generated frames are stamped on the 200 Hz command grid (0, 65, 125, 190 ms ...): read at their
     own 16 FPS, every frame is used once (resampling them picked every other frame twice)."""
     dataset = RobotEpisodeDataset(episode_root, clip_frames=9, height=CONFIG.height, width=CONFIG.width)
-    frames, _, _ = dataset.episode(0)
+    frames = dataset.episode(0).frames
     recorded = read_episode(episode_root / "dual_picking" / "episode_0000")
     assert len(frames) == len(recorded.frames) == 12
     assert all((a != b).any() for a, b in zip(frames[:-1], frames[1:])), "no repeated frame"
@@ -55,7 +55,7 @@ def _live_messages(bag):
 
 def test_reader_and_streaming_render_the_same_control_frames(episode_root):
     dataset = RobotEpisodeDataset(episode_root, clip_frames=9, height=CONFIG.height, width=CONFIG.width)
-    frames, reader_controls, _ = dataset.episode(0)
+    frames, reader_controls = dataset.episode(0)[:2]
     episode_dir = episode_root / "dual_picking" / "episode_0000"
     recorded = read_episode(episode_dir)
     assert np.isfinite(recorded.elbows).all(), "the generator records the retargeter's elbows"

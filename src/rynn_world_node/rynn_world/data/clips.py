@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass
 
+import cv2
 import numpy as np
 
 from ..image_input import to_model_rgb
@@ -17,6 +18,8 @@ class Clip:
     skeleton: (T, H, W, 3) uint8 depth-aware skeleton render in the same camera.
     actions: (T, 54) robot action (absolute rad) or None for human video.
     task: task / activity name; source_id: where it came from (episode or file + start frame).
+    object_mask: (T, H, W) uint8, the simulator's segmentation of the task objects (0: none, i + 1:
+        object i) or None; object_position: (T, N, 3) their positions (m); simulated episodes only.
     """
 
     reference: np.ndarray
@@ -25,6 +28,8 @@ class Clip:
     actions: np.ndarray | None
     task: str
     source_id: str
+    object_mask: np.ndarray | None = None
+    object_position: np.ndarray | None = None
 
 
 def check_clip_frames(clip_frames: int, temporal_compression: int = 4) -> int:
@@ -50,6 +55,13 @@ def resample_indices(source_times_s: np.ndarray, fps: float) -> np.ndarray:
 
 def resize_frames(frames: np.ndarray, height: int, width: int) -> np.ndarray:
     return np.stack([to_model_rgb(f, height, width, "video frame") for f in frames])
+
+
+def resize_masks(masks: np.ndarray, height: int, width: int) -> np.ndarray:
+    """(T, h, w) label masks at (height, width), nearest label (labels are not blended)."""
+    if masks.shape[1:] == (height, width):
+        return masks
+    return np.stack([cv2.resize(m, (width, height), interpolation=cv2.INTER_NEAREST) for m in masks])
 
 
 def render_skeleton(joints_camera: np.ndarray, valid: np.ndarray | None, intrinsics: CameraIntrinsics,

@@ -10,7 +10,8 @@ On-disk layout::
                                            /rynn/operator/skeleton_camera (BimanualSkeleton with elbows,
                                            camera frame), /rynn/action (RobotAction, 54-D), /joint_states
                                            (+ /rynn/reference_image, /rynn/episode)
-    <root>/<task>/episode_NNNN/frames.npz  frame-aligned: stamp_ns (T,), action (T, 54), joint_position (T, 54)
+    <root>/<task>/episode_NNNN/frames.npz  frame-aligned: stamp_ns (T,), action (T, 54), joint_position (T, 54),
+                                           generated episodes also object_mask (T, H, W) and object_position (T, N, 3)
     <root>/<task>/episode_NNNN/episode.json  the index entry of this episode
 
 RGB frames and skeletons only exist in the bag: every skeleton message is decoded by
@@ -23,6 +24,7 @@ the newest skeleton and action at or before its stamp.
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from rosbags.highlevel import AnyReader
@@ -31,7 +33,7 @@ from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rynn_common.ros_names import ACTION_TOPIC, CAMERA_INFO_TOPIC, CAMERA_SKELETON_TOPIC, IMAGE_TOPIC
 
 from ..skeleton import CameraIntrinsics, ControlSample
-from .clips import Clip, check_clip_frames, clip_starts, render_skeleton, resample_indices, resize_frames
+from .clips import Clip, check_clip_frames, clip_starts, render_skeleton, resample_indices, resize_frames, resize_masks
 
 _MSG_DIR = Path(__file__).resolve().parents[3] / "rynn_teleop_msgs" / "msg"
 
@@ -107,6 +109,16 @@ def read_episode(episode_dir: Path) -> EpisodeArrays:
                          np.asarray(actions, dtype=np.float32), intrinsics)
 
 
+class EpisodeAtModelRate(NamedTuple):
+    """One episode resampled to the model's frame rate and size."""
+
+    frames: np.ndarray  # (T, H, W, 3) uint8
+    skeleton: np.ndarray  # (T, H, W, 3) uint8 control renders
+    actions: np.ndarray  # (T, 54)
+    object_mask: np.ndarray | None  # (T, H, W) uint8 task-object labels (generated episodes)
+    object_position: np.ndarray | None  # (T, N, 3)
+
+
 class RobotEpisodeDataset:
     """Clips of `clip_frames` frames from indexed episodes, at `fps` and height x width.
 
@@ -141,8 +153,8 @@ class RobotEpisodeDataset:
     def __len__(self) -> int:
         return len(self.items)
 
-    def episode(self, entry_index: int):
-        """(frames, skeleton render, actions) of one episode at the model rate and size (cached)."""
+    def episode(self, entry_index: int) -> "EpisodeAtModelRate":
+        """One episode at the model rate and size (cached)."""
         if entry_index not in self._cache:
             if len(self._cache) >= self._max_cached:
                 self._cache.pop(next(iter(self._cache)))
@@ -155,14 +167,34 @@ class RobotEpisodeDataset:
             frames = resize_frames(ep.frames[pick], self.height, self.width)
             skeleton = render_skeleton(ep.joints_camera[pick], ep.valid[pick], ep.intrinsics, self.height, self.width,
                                        ep.elbows[pick])
-            self._cache[entry_index] = (frames, skeleton, ep.actions[pick])
+            masks, positions = read_object_masks(self.root / Path(entry["bag"]).parent, len(ep.stamps_s))
+            if masks is not None:
+                masks, positions = resize_masks(masks[pick], self.height, self.width), positions[pick]
+            self._cache[entry_index] = EpisodeAtModelRate(frames, skeleton, ep.actions[pick], masks, positions)
         return self._cache[entry_index]
 
     def __getitem__(self, index: int) -> Clip:
         entry_index, start = self.items[index]
-        frames, skeleton, actions = self.episode(entry_index)
+        frames, skeleton, actions, masks, positions = self.episode(entry_index)
         window = slice(start, start + self.clip_frames)
         entry = self.entries[entry_index]
         return Clip(reference=frames[start].copy(), frames=frames[window].copy(), skeleton=skeleton[window].copy(),
                     actions=actions[window].copy(), task=entry["task"],
-                    source_id=f"{entry['task']}/episode_{entry['episode']:04d}@{start}")
+                    source_id=f"{entry['task']}/episode_{entry['episode']:04d}@{start}",
+                    object_mask=None if masks is None else masks[window].copy(),
+                    object_position=None if positions is None else positions[window].copy())
+
+
+def read_object_masks(episode_dir: Path, frames: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The generator's per-frame task-object segmentation and positions (frames.npz), or (None, None)
+    for episodes without them (recorded sessions, older generated data)."""
+    npz = episode_dir / "frames.npz"
+    if not npz.is_file():
+        return None, None
+    with np.load(npz) as arrays:
+        if "object_mask" not in arrays:
+            return None, None
+        masks, positions = arrays["object_mask"].astype(np.uint8, copy=False), arrays["object_position"]
+    if len(masks) != frames or len(positions) != frames:
+        raise ValueError(f"{npz} has {len(masks)} object masks for {frames} frames")
+    return masks, positions
