@@ -6,8 +6,9 @@ StreamingWorldModel as the live node runs them (null action on the reference, re
 ``reanchor_every`` frames). Metrics are over the
 generated frames (frame 0, the given reference, excluded). Action grounding: the student run on
 the same clip with another held-out episode's skeleton stream; the gap is own minus mismatched
-(a model that ignores the action scores ~0). Per episode a side-by-side MP4 is written:
-ground truth | skeleton | student.
+(a model that ignores the action scores ~0). Interaction: PSNR inside the region of the objects
+that move in a clip (``evaluation.interaction``), a table and ``interaction.png``. Per clip a
+side-by-side MP4 is written: ground truth | skeleton | student.
 
     python -m rynn_world.evaluation.evaluate --config src/rynn_world_node/config/eval_cpu.yaml
 """
@@ -17,6 +18,10 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from tqdm import tqdm
@@ -31,9 +36,11 @@ from ..training.config import DataConfig, parse_overrides
 from ..training.datasets import build_clip_dataset
 from ..training.export import load_or_build_transformer, load_vae
 from .generation import method_video
+from .interaction import MOVED_M, interaction_region, moved_objects, region_psnr
 from .metrics import SKIPPED, FVDMetric, LPIPSMetric, psnr, ssim
 
 METHODS = ("copy_reference", "teacher", "student_no_dmd", "student")
+INTERACTION_PNG = "interaction.png"
 
 
 @dataclass
@@ -64,14 +71,26 @@ def _fmt(value, digits):
 
 
 def held_out_clip_indices(clips, max_clips_per_task: int | None = None) -> list[int]:
-    """One clip per episode (its first), so the grounding swap pairs different episodes."""
+    """Every clip of the held-out episodes (``data.stride`` apart: the whole episode, the approach
+    and the interaction), at most ``max_clips_per_task`` of each task in dataset order."""
     chosen, per_task = [], {}
-    for i, (_, start) in enumerate(clips.items):
-        task = clips[i].task if start == 0 else None
-        if task is not None and (max_clips_per_task is None or per_task.get(task, 0) < max_clips_per_task):
+    for i in range(len(clips.items)):
+        task = clips[i].task
+        if max_clips_per_task is None or per_task.get(task, 0) < max_clips_per_task:
             chosen.append(i)
             per_task[task] = per_task.get(task, 0) + 1
     return chosen
+
+
+def grounding_partner(clips, chosen: list[int], n: int) -> int | None:
+    """The clip whose control frames replace clip ``chosen[n]``'s to measure action grounding: the next
+    chosen clip (cyclically) from another episode; None when all come from one episode."""
+    own_episode = clips.items[chosen[n]][0]
+    for k in range(1, len(chosen)):
+        other = chosen[(n + k) % len(chosen)]
+        if clips.items[other][0] != own_episode:
+            return other
+    return None
 
 
 def evaluate(cfg: EvalConfig) -> dict:
@@ -108,9 +127,13 @@ def evaluate(cfg: EvalConfig) -> dict:
         for name, video in videos.items():
             row[name] = {"psnr": psnr(video, truth), "ssim": ssim(video, truth), "lpips": lpips(video, truth)}
             fvd[name].add(video, truth)
+        region = interaction_region(clip)
+        if region is not None:
+            row["interaction"] = {"region_pixels": int(region.sum()), "moved": moved_objects(clip)} | {
+                name: region_psnr(video, truth, region) for name, video in videos.items()}
         grounded = cfg.grounding_method or ("student" if "student" in models else next(iter(models)))
-        other = chosen[(n + 1) % len(chosen)]
-        if len(chosen) > 1:
+        other = grounding_partner(clips, chosen, n)
+        if other is not None:
             mismatched = generate(grounded, other, cfg.seed + n)
             row["grounding"] = {"method": grounded, "mismatched_clip": clips[other].source_id,
                                 "psnr_gap": row[grounded]["psnr"] - psnr(mismatched, truth),
@@ -122,12 +145,14 @@ def evaluate(cfg: EvalConfig) -> dict:
     (out / "results.json").write_text(json.dumps({"config": cfg.__dict__ | {"data": cfg.data.__dict__},
                                                   "summary": report, "clips": rows}, indent=1, default=str))
     (out / "results.md").write_text(markdown_table(report))
+    if report["interaction"]:
+        plot_interaction(report, out / INTERACTION_PNG)
     return report
 
 
 def summarize(rows: list[dict], methods: list[str], fvd: dict) -> dict:
     tasks = sorted({r["task"] for r in rows})
-    report = {"methods": {}, "grounding": {}}
+    report = {"methods": {}, "grounding": {}, "interaction": {}}
     for method in methods:
         per_task = {}
         for task in tasks + ["all"]:
@@ -141,6 +166,11 @@ def summarize(rows: list[dict], methods: list[str], fvd: dict) -> dict:
         if chosen:
             report["grounding"][task] = {"method": chosen[0]["method"], "psnr_gap": _mean([g["psnr_gap"] for g in chosen]),
                                          "ssim_gap": _mean([g["ssim_gap"] for g in chosen]), "clips": len(chosen)}
+    for task in tasks + ["all"]:
+        chosen = [r["interaction"] for r in rows if "interaction" in r and task in ("all", r["task"])]
+        if chosen:
+            report["interaction"][task] = {"clips": len(chosen)} | {
+                method: _mean([i[method] for i in chosen]) for method in methods}
     return report
 
 
@@ -154,7 +184,33 @@ def markdown_table(report: dict) -> str:
               "| method | task | clips | PSNR gap (dB) | SSIM gap |", "|---|---|---|---|---|"]
     for task, g in report["grounding"].items():
         lines.append(f"| {g['method']} | {task} | {g['clips']} | {_fmt(g['psnr_gap'], 2)} | {_fmt(g['ssim_gap'], 4)} |")
+    if report.get("interaction"):
+        methods = list(report["methods"])
+        lines += ["", f"Interaction (PSNR in dB inside the moved objects' region, clips where a task object moves "
+                  f"more than {MOVED_M * 100:g} cm; evaluation.interaction):", "",
+                  "| task | clips | " + " | ".join(methods) + " |", "|---|---|" + "---|" * len(methods)]
+        for task, scores in report["interaction"].items():
+            lines.append(f"| {task} | {scores['clips']} | " + " | ".join(_fmt(scores[m], 2) for m in methods) + " |")
     return "\n".join(lines) + "\n"
+
+
+def plot_interaction(report: dict, path: Path) -> Path:
+    """Bars per task: each method's PSNR inside the moved objects' region."""
+    tasks, methods = list(report["interaction"]), list(report["methods"])
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    width = 0.8 / len(methods)
+    for k, method in enumerate(methods):
+        values = [report["interaction"][t][method] for t in tasks]
+        ax.bar(np.arange(len(tasks)) + (k - (len(methods) - 1) / 2) * width, values, width, label=method)
+    ax.set_xticks(np.arange(len(tasks)), [f"{t}\n({report['interaction'][t]['clips']} clips)" for t in tasks], fontsize=8)
+    ax.set_ylabel("PSNR in the moved objects' region (dB)")
+    low = min(report["interaction"][t][m] for t in tasks for m in methods)
+    ax.set_ylim(max(0.0, low - 3), None)
+    ax.legend(fontsize=7, ncol=len(methods))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def main(argv: list[str] | None = None) -> None:
