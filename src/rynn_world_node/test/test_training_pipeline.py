@@ -142,3 +142,37 @@ def test_yaml_configs_load_and_reject_unknown_keys(tmp_path):
     bad.write_text("optim:\n  betas: [0.9]\n")
     with pytest.raises(ConfigError, match="bad.yaml: optim.betas: expected 2 values"):
         load_config(TrainConfig, bad)
+
+
+def test_a_decoder_only_vae_fine_tune_keeps_the_encoder_and_its_latent_statistics(data_root, tmp_path):
+    from rynn_world.model.vae import build_vae
+    from rynn_world.training.config import VAETrainConfig
+    from rynn_world.training.export import save_world_model
+    from rynn_world.training.train_vae import train_vae
+
+    torch.manual_seed(0)
+    init = save_world_model(tmp_path / "init", vae=build_vae(CFG.vae))
+    data = DataConfig(kind="vitra", root=str(data_root), clip_frames=5, stride=4)
+
+    def run(name, frozen):
+        cfg = VAETrainConfig(model="tiny", init_checkpoint=str(init), frozen_encoder=frozen, clip_frames=5, data=data,
+                             optim=OptimConfig(lr=1e-2, warmup_steps=1),
+                             run=RunConfig(output_dir=str(tmp_path / name), steps=3, batch_size=2, progress=False))
+        return load_file(str(train_vae(cfg, resume=None) / "vae" / "diffusion_pytorch_model.safetensors")), \
+            json.loads((tmp_path / name / "final" / "vae" / "config.json").read_text())
+
+    before = load_file(str(init / "vae" / "diffusion_pytorch_model.safetensors"))
+    before_config = json.loads((init / "vae" / "config.json").read_text())
+    vae = build_vae(CFG.vae)
+    encoder = {f"{m}.{n}" for m, module in (("encoder", vae.encoder), ("quant_conv", vae.quant_conv))
+               for n, _ in module.named_parameters()}
+    frozen, frozen_config = run("frozen", True)
+    assert all(torch.equal(frozen[k], before[k]) for k in encoder)
+    assert any(not torch.equal(frozen[k], before[k]) for k in frozen if k not in encoder)
+    assert frozen_config["latents_mean"] == before_config["latents_mean"]
+    whole, whole_config = run("whole", False)  # the default trains both halves and re-measures the statistics
+    assert any(not torch.equal(whole[k], before[k]) for k in encoder)
+    assert whole_config["latents_mean"] != before_config["latents_mean"]
+    with pytest.raises(ValueError, match="frozen_encoder needs init_checkpoint"):
+        train_vae(VAETrainConfig(model="tiny", frozen_encoder=True, data=data,
+                                 run=RunConfig(output_dir=str(tmp_path / "none"), steps=1, progress=False)))

@@ -81,6 +81,9 @@ class VAETrainConfig:
     kl_weight: float = 1e-6
     sample_posterior: bool = True  # False: decode the posterior mean (a plain autoencoder; converges faster)
     skeleton_fraction: float = 0.3  # share of batches that are skeleton renders (the control input)
+    # Decoder only: the encoder and the latent statistics stay as init_checkpoint has them, so latents,
+    # a DiT trained on them and a tiny control encoder distilled from this encoder stay valid.
+    frozen_encoder: bool = False
     data: DataConfig = field(default_factory=DataConfig)
     optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=1e-3, warmup_steps=50))
     run: RunConfig = field(default_factory=RunConfig)

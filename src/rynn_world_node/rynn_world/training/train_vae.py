@@ -33,8 +33,9 @@ def random_crop(video: torch.Tensor, crop: tuple[int, int] | None, generator: to
 
 
 def vae_loss(vae: AutoencoderKLWan, video: torch.Tensor, kl_weight: float, generator: torch.Generator,
-             sample_posterior: bool = True) -> tuple[torch.Tensor, dict]:
-    posterior = vae.encode(video).latent_dist
+             sample_posterior: bool = True, encoder_grad: bool = True) -> tuple[torch.Tensor, dict]:
+    with torch.set_grad_enabled(encoder_grad and torch.is_grad_enabled()):
+        posterior = vae.encode(video).latent_dist
     latents = posterior.mean
     if sample_posterior:
         noise = torch.randn(posterior.mean.shape, generator=generator, device=video.device, dtype=video.dtype)
@@ -72,7 +73,11 @@ def train_vae(cfg: VAETrainConfig, resume: str | None = "latest") -> Path:
     clips = build_clip_dataset(cfg.data, model_config, clip_frames=cfg.clip_frames)
     torch.manual_seed(cfg.run.seed)
     vae = load_vae(model_config, cfg.init_checkpoint).train()
-    optimizer = adamw(vae.parameters(), cfg.optim)
+    if cfg.frozen_encoder:
+        if cfg.init_checkpoint is None:
+            raise ValueError("frozen_encoder needs init_checkpoint (a trained encoder to keep)")
+        frozen_encoder_parts(vae).requires_grad_(False)
+    optimizer = adamw([p for p in vae.parameters() if p.requires_grad], cfg.optim)
     scheduler = lr_schedule(optimizer, cfg.optim, cfg.run.steps)
     vae = vae.to(accelerator.device)
     optimizer = accelerator.prepare(optimizer)
@@ -91,7 +96,8 @@ def train_vae(cfg: VAETrainConfig, resume: str | None = "latest") -> Path:
             videos.append(random_crop(rgb_to_tensor(pixels), cfg.crop, generator))
         video = torch.cat(videos).to(device)
         with accelerator.autocast():
-            loss, parts = vae_loss(vae, video, cfg.kl_weight, generator, cfg.sample_posterior)
+            loss, parts = vae_loss(vae, video, cfg.kl_weight, generator, cfg.sample_posterior,
+                                   encoder_grad=not cfg.frozen_encoder)
         accelerator.backward(loss)
         average_gradients(vae, accelerator)
         accelerator.clip_grad_norm_(vae.parameters(), cfg.optim.max_grad_norm)
@@ -103,9 +109,14 @@ def train_vae(cfg: VAETrainConfig, resume: str | None = "latest") -> Path:
     loop.run(cfg.run.steps, step_fn)
     final = Path(cfg.run.output_dir) / "final"
     if accelerator.is_main_process:
-        trained = with_latent_statistics(vae.eval(), clips)
+        trained = vae.eval() if cfg.frozen_encoder else with_latent_statistics(vae.eval(), clips)
         save_world_model(final, vae=trained)
     return final
+
+
+def frozen_encoder_parts(vae: AutoencoderKLWan) -> torch.nn.ModuleList:
+    """What maps pixels to latents (encoder, quant_conv): fixed when only the decoder is fine-tuned."""
+    return torch.nn.ModuleList([vae.encoder, vae.quant_conv])
 
 
 def main(argv: list[str] | None = None) -> None:
