@@ -51,11 +51,13 @@ class CurvePoint:
     use_ema: bool = False
 
 
-def checkpoint_points(stage2_dir: Path, stage2_steps: int, distill_dir: Path, warmup_steps: int) -> list[CurvePoint]:
+def checkpoint_points(stage2_dir: Path, stage2_steps: int, distill_dir: Path, warmup_steps: int,
+                      stage2_init: Path | None = None) -> list[CurvePoint]:
     """The kept checkpoints of both runs, in step order, labelled with the curve each belongs to; each
     with the weights its run exports (the teacher's and the DMD student's EMA, the warm-up's raw ones),
-    plus the exported warm-up student (`final_warmup`, the shipped model)."""
-    points = []
+    plus the exported warm-up student (`final_warmup`, the shipped model). A stage-2 run that starts
+    from exported weights (`stage2_init`, e.g. a teacher fine-tuned on new episodes) has them as step 0."""
+    points = [CurvePoint("teacher", 0, stage2_init)] if stage2_init is not None else []
     for directory in sorted((stage2_dir / "checkpoints").glob(CHECKPOINT_GLOB)):
         points.append(CurvePoint("teacher", _step(directory), directory, "model", use_ema=True))
     for directory in sorted((distill_dir / "checkpoints").glob(CHECKPOINT_GLOB)):
@@ -161,7 +163,8 @@ def main(argv: list[str] | None = None) -> None:
     if cfg.num_threads:
         torch.set_num_threads(cfg.num_threads)
     stage2_dir, distill_dir = Path(stage2.run.output_dir), Path(distill.run.output_dir)
-    points = checkpoint_points(stage2_dir, stage2.run.steps, distill_dir, distill.warmup_steps)
+    init = Path(stage2.init_checkpoint) if stage2.init_checkpoint else None
+    points = checkpoint_points(stage2_dir, stage2.run.steps, distill_dir, distill.warmup_steps, init)
     report = score_points(cfg, points, str(stage2_dir / "final"))
     out = Path(cfg.output_dir)
     out.mkdir(parents=True, exist_ok=True)
