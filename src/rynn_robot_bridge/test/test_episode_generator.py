@@ -96,7 +96,8 @@ def test_index_lists_every_episode_and_no_partial_remains(generated):
     assert [(e["task"], e["episode"], e["frames"]) for e in index] == [(t, 0, 8) for t in TASKS]
     assert not list(generated.glob("*/*.partial"))
     frames = np.load(generated / index[0]["frames_file"])
-    assert set(frames.files) == {"stamp_ns", "action", "joint_position"} and frames["action"].shape == (8, 54)
+    assert set(frames.files) == {"stamp_ns", "action", "joint_position", "object_mask", "object_position"}
+    assert frames["action"].shape == (8, 54) and frames["object_mask"].shape == (8, 240, 320)
 
 
 def test_rerun_skips_finished_episodes(generated):
@@ -106,10 +107,12 @@ def test_rerun_skips_finished_episodes(generated):
     assert bag_file.stat().st_mtime_ns == before
 
 
-def test_same_seed_gives_the_same_episode(generated, tmp_path):
-    main([*ARGS[:1], TASKS[0], *ARGS[3:], "--out", str(tmp_path)])
-    first = np.load(generated / TASKS[0] / "episode_0000" / "frames.npz")
-    again = np.load(tmp_path / TASKS[0] / "episode_0000" / "frames.npz")
-    for key in first.files:
-        np.testing.assert_array_equal(first[key], again[key])
+def test_same_seed_gives_the_same_episode_also_from_worker_processes(generated, tmp_path):
+    main(["--tasks", *TASKS[:2], *ARGS[1 + len(TASKS):], "--jobs", "2", "--out", str(tmp_path)])
+    for task in TASKS[:2]:
+        first = np.load(generated / task / "episode_0000" / "frames.npz")
+        again = np.load(tmp_path / task / "episode_0000" / "frames.npz")
+        for key in first.files:
+            np.testing.assert_array_equal(first[key], again[key])
+    assert [e["task"] for e in json.loads((tmp_path / "index.json").read_text())["episodes"]] == sorted(TASKS[:2])
 
