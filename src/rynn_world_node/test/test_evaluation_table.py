@@ -147,3 +147,20 @@ def test_packaging_copies_the_checkpoint_and_writes_the_card_from_the_evaluation
                                           results["grounding"]["all"]["psnr_gap"] > 0)
     with pytest.raises(ValueError, match="no 'teacher' rows"):
         package_default("tiny", checkpoint, tmp_path / "eval" / "results.json", "teacher", [recipe], target=tmp_path / "x")
+
+
+def test_the_card_states_the_targets_met_or_not_and_the_interaction_scores():
+    from rynn_world.training.package_default import _beats_copy_reference, interaction_section
+
+    summary = {"methods": {"copy_reference": {"all": {"psnr": 19.0, "ssim": 0.80}},
+                           "student": {"all": {"psnr": 21.5, "ssim": 0.81}}},
+               "grounding": {"all": {"psnr_gap": 0.7, "ssim_gap": 0.01}},
+               "interaction": {"all": {"clips": 5, "copy_reference": 14.0, "student": 16.25}}}
+    ok, verdict = _beats_copy_reference(summary, "student")
+    assert ok and "(met: +2.50 dB)" in verdict and "SSIM above it (met)" in verdict and "+1 dB (not met)" in verdict
+    summary["methods"]["student"]["all"]["ssim"] = 0.79
+    ok, verdict = _beats_copy_reference(summary, "student")
+    assert not ok and "SSIM above it (not met)" in verdict
+    section = interaction_section(summary, "student")
+    assert "5 held-out clips" in section and "16.25 dB" in section and "14.00 dB" in section
+    assert interaction_section({"interaction": {}}, "student") == ""
