@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from rynn_world.data.clips import Clip
-from rynn_world.evaluation.evaluate import grounding_partner, held_out_clip_indices, markdown_table, summarize
+from rynn_world.evaluation.evaluate import grounding_partner, held_out_clip_indices, markdown_table, plot_interaction, summarize
 from rynn_world.evaluation.interaction import MOVED_M, interaction_region, moved_objects, region_psnr
 from rynn_world.evaluation.metrics import psnr
 
@@ -56,7 +56,7 @@ def test_region_psnr_scores_only_the_region():
         region_psnr(video[:, :4], truth, region)
 
 
-def test_the_summary_averages_interaction_clips_per_task_and_prints_a_table():
+def test_the_summary_averages_interaction_clips_per_task_and_prints_a_table_and_a_plot(tmp_path):
     rows = [{"task": task, "clip": f"{task}/e@0", m: {"psnr": 20.0, "ssim": 0.8, "lpips": "skipped"},
              "copy_reference": {"psnr": 18.0, "ssim": 0.8, "lpips": "skipped"}} for task, m in
             (("a", "student"), ("a", "student"), ("b", "student"))]
@@ -71,6 +71,8 @@ def test_the_summary_averages_interaction_clips_per_task_and_prints_a_table():
     assert report["interaction"] == {"a": {"clips": 2, "copy_reference": 13.0, "student": 15.5},
                                      "all": {"clips": 2, "copy_reference": 13.0, "student": 15.5}}
     assert "| a | 2 | 13.00 | 15.50 |" in markdown_table(report)
+    figure = plot_interaction(report, tmp_path / "interaction.png")
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 class _Clips:
