@@ -92,8 +92,8 @@ def curves_section(curves: dict) -> str:
 ![training loss and held-out PSNR/SSIM against step]({CURVES_PNG})
 
 Every kept checkpoint, with the weights its run exports, on the {curves['clips']} held-out clips (steps: stage 2,
-then distillation; `python -m rynn_world.evaluation.curves`). Copy the reference: PSNR {copy['psnr']:.2f} dB,
-SSIM {copy['ssim']:.3f}.
+whose step 0, when it started from trained weights, is those weights; then distillation;
+`python -m rynn_world.evaluation.curves`). Copy the reference: PSNR {copy['psnr']:.2f} dB, SSIM {copy['ssim']:.3f}.
 
 | curve | step | PSNR ↑ | SSIM ↑ |
 |---|---|---|---|
