@@ -153,7 +153,7 @@ class RobotEpisodeDataset:
     def __len__(self) -> int:
         return len(self.items)
 
-    def episode(self, entry_index: int) -> "EpisodeAtModelRate":
+    def episode(self, entry_index: int) -> EpisodeAtModelRate:
         """One episode at the model rate and size (cached)."""
         if entry_index not in self._cache:
             if len(self._cache) >= self._max_cached:
