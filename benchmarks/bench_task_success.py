@@ -4,7 +4,9 @@
 
 Each episode is exactly what the generator records (``rynn_robot_bridge.episodes.rollout.record_episode``
 with the task operator: trackers and gloves -> retargeting -> Ruckig -> simulated robot), seeded like
-``generate`` seeds it; success is the scene's own check at the end. Images are rendered small and
+``generate`` seeds it; success is the scene's own check at the end (for dual picking it includes that
+each fruit was picked: held in the air by the robot, ``rynn_robot_bridge.sim.holds``; each episode's line
+says how long and how high). Images are rendered small and
 rarely (they do not touch the physics) and the bags go to a temporary directory.
 """
 
@@ -40,7 +42,7 @@ def run_episode(job: tuple[str, int, int]) -> tuple[str, int, bool, float, dict]
     started = time.process_time()
     with tempfile.TemporaryDirectory() as directory:
         summary, _ = record_episode(task, seed, SETTINGS, Path(directory) / "bag")
-    return task, index, summary["success"], time.process_time() - started, summary["retarget_counters"]
+    return task, index, summary["success"], time.process_time() - started, summary
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -57,12 +59,15 @@ def main(argv: list[str] | None = None) -> None:
     results: dict[str, list[bool]] = {task: [] for task in args.tasks}
     cpu: dict[str, float] = {task: 0.0 for task in args.tasks}
     with multiprocessing.get_context("spawn").Pool(args.jobs) if args.jobs > 1 else _Serial() as pool:
-        for task, index, success, seconds, counters in pool.imap_unordered(run_episode, jobs):
+        for task, index, success, seconds, summary in pool.imap_unordered(run_episode, jobs):
             results[task].append(success)
             cpu[task] += seconds
+            counters = summary["retarget_counters"]
             unreachable = counters.get("unreachable_left", 0) + counters.get("unreachable_right", 0)
+            holds = "".join(f", {name} held {hold['held_s']:.2f} s raised {100 * hold['raised_m']:.1f} cm"
+                            for name, hold in summary["holds"].items())
             print(f"  {task} episode {index}: {'success' if success else 'failure'} "
-                  f"({seconds:.1f} CPU-s, {unreachable} unreachable IK targets)", flush=True)
+                  f"({seconds:.1f} CPU-s, {unreachable} unreachable IK targets{holds})", flush=True)
     print("\n| task | success | rate | CPU-s / episode |\n| --- | --- | --- | --- |")
     for task in args.tasks:
         done = results[task]

@@ -15,12 +15,16 @@ import mujoco
 import numpy as np
 
 from rynn_retarget.operator.task_plan import SceneObject, SceneState
+from rynn_robot_bridge.sim.holds import HoldWatch
 from rynn_robot_bridge.sim.robot_model import WORLD_BITS
 
 TASKS = ("dual_picking", "block_pushing", "bimanual_lifting", "lid_placement")
 AT_REST_SPEED = 0.05  # m/s: an object moving slower than this counts as placed
 PLUSH_ROLLING_FRICTION = 0.02  # m: rolling it takes a push of ~7 N cm, it does not rock on its own
 APPLE_ROLLING_FRICTION = 0.008  # m: about 2 m/s^2 of rolling deceleration, an apple stops within centimetres
+# Picked, not pushed: held in the air by the robot (touching nothing else) this long, raised this high meanwhile.
+PICK_HELD_S = 0.3
+PICK_RAISED_M = 0.03
 
 
 @dataclass
@@ -42,11 +46,30 @@ class TaskScene:
     placements: list[ObjectPlacement] = field(default_factory=list)
     check: Callable[["TaskScene", mujoco.MjModel, mujoco.MjData], bool] | None = None
     parameters: dict = field(default_factory=dict)  # scene geometry the check needs
+    picked: tuple = ()  # objects the task must pick up (``was_picked``), not push or knock
+    holds: HoldWatch | None = None  # their hold record, once ``watch`` has the compiled model
+
+    def watch(self, model: mujoco.MjModel) -> None:
+        """Start recording how the ``picked`` objects are held (``observe`` after every physics step)."""
+        if self.picked:
+            self.holds = HoldWatch(model, {p.name: p.z for p in self.placements if p.name in self.picked})
+
+    def observe(self, data: mujoco.MjData, dt: float) -> None:
+        if self.holds is not None:
+            self.holds.update(data, dt)
+
+    def was_picked(self, name: str) -> bool:
+        """Held in the air by the robot for ``PICK_HELD_S`` and raised ``PICK_RAISED_M`` meanwhile."""
+        if self.holds is None:
+            raise RuntimeError(f"scene {self.name!r} does not watch {name!r} (watch() the compiled model first)")
+        return self.holds.held_s[name] >= PICK_HELD_S and self.holds.raised_m[name] >= PICK_RAISED_M
 
     def place_objects(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
-        """Write the sampled initial poses into ``data`` (objects at rest)."""
+        """Write the sampled initial poses into ``data`` (objects at rest); the hold record starts over."""
         for placement in self.placements:
             set_object_pose(model, data, placement.name, [*placement.xy, placement.z], yaw_quat(placement.yaw))
+        if self.holds is not None:
+            self.holds.reset()
 
     def success(self, model: mujoco.MjModel, data: mujoco.MjData) -> bool:
         return bool(self.check(self, model, data)) if self.check else False
@@ -153,7 +176,8 @@ def _placed(model, data, name) -> bool:
 
 
 def _dual_picking(spec, rng) -> TaskScene:
-    """Apple (left arm) and banana (right arm) start on a plate; success: both on the table, off the plate."""
+    """Apple (left arm) and banana (right arm) start on a plate; success: both picked up (the paper's "pick an
+    apple and a banana from a plate to the table") and now on the table, off the plate."""
     plate_radius, plate_height = 0.11, 0.012
     plate = _free_body(spec, "plate")
     _geom(plate, type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=(plate_radius, plate_height / 2),
@@ -183,6 +207,7 @@ def _dual_picking(spec, rng) -> TaskScene:
                             (0.077, 0.024, 0.016)),
         ],
         parameters={"plate_radius": plate_radius, "plate_height": plate_height},
+        picked=("apple", "banana"),
     )
     scene.check = _dual_picking_success
     return scene
@@ -195,7 +220,7 @@ def _dual_picking_success(scene, model, data) -> bool:
         position, resting_height = object_position(data, fruit), resting[fruit]
         off_plate = np.linalg.norm(position[:2] - plate[:2]) > scene.parameters["plate_radius"] + 0.01
         on_table = position[2] < resting_height + 0.01  # lower than it would sit on the plate
-        if not (off_plate and on_table and _placed(model, data, fruit)):
+        if not (scene.was_picked(fruit) and off_plate and on_table and _placed(model, data, fruit)):
             return False
     return True
 

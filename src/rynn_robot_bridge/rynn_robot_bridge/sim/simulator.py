@@ -50,6 +50,7 @@ class SimulatedRobot:
             self.task.scale(self.variation.size_scale)
         self.model = spec.compile()
         self.data = mujoco.MjData(self.model)
+        self.task.watch(self.model)
         self.camera = camera
         self.limits = joint_limits_from_urdf(urdf)
         names = joint_names()
@@ -104,6 +105,7 @@ class SimulatedRobot:
             self._servo_target += np.clip(self._requested - self._servo_target, -self._max_step, self._max_step)
             self._write_controls()
             mujoco.mj_step(self.model, self.data)
+            self.task.observe(self.data, self.model.opt.timestep)
 
     def joint_positions(self) -> np.ndarray:
         return self.data.qpos[self._qpos].copy()
