@@ -9,9 +9,9 @@ import pytest
 from rynn_retarget.operator.synthetic import neutral_frame
 from rynn_retarget.operator.task_operator import TaskOperator, arm_mappings, rest_hands
 from rynn_retarget.operator.task_plan import (
+    APPLE_GRASP_POINT,
     ARRIVE_S,
-    CUP_POINT,
-    POWER_GRASP_POINT,
+    BANANA_GRASP_POINT,
     TRIPOD_GRASP_POINT,
     OperatorStyle,
     SceneObject,
@@ -62,8 +62,8 @@ def commanded_palm(operator: TaskOperator, side: str, t: float) -> np.ndarray:
 
 
 @pytest.mark.parametrize(("task", "side", "obj", "point"), [
-    ("dual_picking", "left", "apple", CUP_POINT),
-    ("dual_picking", "right", "banana", POWER_GRASP_POINT),
+    ("dual_picking", "left", "apple", APPLE_GRASP_POINT),
+    ("dual_picking", "right", "banana", BANANA_GRASP_POINT),
     ("lid_placement", "left", "lid", TRIPOD_GRASP_POINT),
     ("lid_placement", "right", "lid", TRIPOD_GRASP_POINT),
 ])
@@ -102,6 +102,21 @@ def test_the_hand_closes_only_once_it_is_at_the_object(pipeline):
             assert t >= grasp_start and np.linalg.norm(key.position - at_object) < 1e-6
     assert plan.hand_at("left", grasp_end).grip >= preshape + 0.2  # closed on it
     assert grasp_start - descend_end == pytest.approx(ARRIVE_S + 0.4)  # the robot hand arrives, then the hesitation
+
+
+@pytest.mark.parametrize("order", ["together", "left_first", "right_first"])
+def test_dual_picking_takes_the_apple_first_and_picks_both(pipeline, order):
+    """The right hand sets off once the apple is lifted (or, left first, once the left hand is back); both
+    fruits are lifted, carried and released (picked, not pushed)."""
+    plan = plan_task(scene("dual_picking"), rest_hands(pipeline), OperatorStyle(order=order))
+    apple_lifted = plan.phase_times("left", "lift")[0][1]
+    banana_approach = plan.phase_times("right", "approach")[0][0]
+    assert banana_approach >= (plan.phase_times("left", "return")[0][1] if order == "left_first" else apple_lifted)
+    for side in ("left", "right"):
+        for phase in ("grasp", "lift", "carry", "release"):
+            assert plan.phase_times(side, phase), (side, phase)
+        start, end = plan.phase_times(side, "lift")[0]
+        assert plan.hand_at(side, end).position[2] - plan.hand_at(side, start).position[2] == pytest.approx(0.10)
 
 
 def test_a_plan_starts_and_ends_at_rest_and_every_phase_is_there(pipeline):

@@ -46,7 +46,7 @@ def test_the_episode_metadata_holds_the_scene_and_its_variation(generated):
 
 
 def test_the_recorded_arms_reach_for_the_fruit(generated):
-    """Two seconds in, the hand that goes first (left: apple, right: banana) has closed most of its distance."""
+    """Two seconds in, the hand that goes first (the left, to the apple) has closed most of its distance."""
     summary = json.loads((generated / "dual_picking" / "episode_0000" / "episode.json").read_text())
     joints = np.load(generated / "dual_picking" / "episode_0000" / "frames.npz")["joint_position"]
     pipeline = RetargetPipeline()
