@@ -66,8 +66,11 @@ def main(argv: list[str] | None = None) -> None:
             unreachable = counters.get("unreachable_left", 0) + counters.get("unreachable_right", 0)
             holds = "".join(f", {name} held {hold['held_s']:.2f} s raised {100 * hold['raised_m']:.1f} cm"
                             for name, hold in summary["holds"].items())
+            trouble = "".join(f", {what}: {summary[key]}" for key, what in
+                              (("objects_off_table", "off the table"), ("physics_warnings", "MuJoCo warnings"))
+                              if summary[key])
             print(f"  {task} episode {index}: {'success' if success else 'failure'} "
-                  f"({seconds:.1f} CPU-s, {unreachable} unreachable IK targets{holds})", flush=True)
+                  f"({seconds:.1f} CPU-s, {unreachable} unreachable IK targets{holds}{trouble})", flush=True)
     print("\n| task | success | rate | CPU-s / episode |\n| --- | --- | --- | --- |")
     for task in args.tasks:
         done = results[task]

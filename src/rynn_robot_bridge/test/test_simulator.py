@@ -100,6 +100,19 @@ def test_objects_settle_and_no_task_starts_solved():
         assert not sim.task.success(sim.model, sim.data), task
 
 
+def test_fallen_objects_and_diverged_physics_are_reported():
+    sim = SimulatedRobot("dual_picking", seed=0)
+    sim.step(10)
+    assert sim.objects_off_table() == [] and sim.physics_warnings() == {}
+    set_object_pose(sim.model, sim.data, "apple", [0.30, 0.25, -0.7], yaw_quat(0))  # on the floor
+    sim.step(2)
+    assert sim.objects_off_table() == ["apple"] and sim.physics_warnings() == {}
+    dof = sim.model.jnt_dofadr[sim.model.body("banana").jntadr[0]]
+    sim.data.qvel[dof : dof + 3] = 1e20  # a contact that blew up: MuJoCo resets the state and counts it
+    sim.step(2)
+    assert sim.physics_warnings() == {"mjWARN_BADQVEL": 1}
+
+
 def test_seeds_randomise_the_object_poses():
     first = SimulatedRobot("lid_placement", seed=1).data.body("lid").xpos.copy()
     same = SimulatedRobot("lid_placement", seed=1).data.body("lid").xpos.copy()

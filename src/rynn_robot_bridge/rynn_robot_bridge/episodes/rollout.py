@@ -135,6 +135,8 @@ def run_episode(episode: Episode, bag_path: Path) -> tuple[dict, dict]:
             "operator_motion": TASK_MOTIONS[task] if settings.operator == "synthetic" else "task_plan",
             "retarget_counters": {k: int(v) for k, v in pipeline.counters.items()},
             "holds": robot.task.holds.summary() if robot.task.holds else {},  # objects the task must pick
+            "objects_off_table": robot.objects_off_table(),
+            "physics_warnings": robot.physics_warnings(),
         }
         writer.write_episode_summary(summary, _ns(duration_s))
         writer.close({"task": task, "success": str(bool(success)).lower(), "seed": str(seed)})

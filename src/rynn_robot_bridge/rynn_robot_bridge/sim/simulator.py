@@ -24,6 +24,7 @@ from rynn_robot_bridge.sim.scenes import build_scene
 HOME_POSE = np.zeros(ACTION_DIM)
 HOME_POSE[[0, ARM_DOF]] = -0.3
 HOME_POSE[[3, ARM_DOF + 3]] = -1.3
+OFF_TABLE_M = 0.05  # an object's origin this far below the table top (base_link z = 0) is off the table
 
 
 class SimulatedRobot:
@@ -115,6 +116,16 @@ class SimulatedRobot:
 
     def joint_efforts(self) -> np.ndarray:
         return self.data.actuator_force[self._actuators].copy()
+
+    def physics_warnings(self) -> dict[str, int]:
+        """MuJoCo's warnings so far that occurred (name -> count); e.g. ``mjWARN_BADQVEL``: the physics
+        diverged and MuJoCo reset the state, so what follows is not the episode's physics."""
+        return {mujoco.mjtWarning(i).name: int(self.data.warning[i].number)
+                for i in range(int(mujoco.mjtWarning.mjNWARNING)) if self.data.warning[i].number}
+
+    def objects_off_table(self) -> list[str]:
+        """Task objects now below the table top (fallen off it, or flung away by a contact that blew up)."""
+        return [name for name in self.task.object_names() if self.data.body(name).xpos[2] < -OFF_TABLE_M]
 
     def render(self) -> np.ndarray:
         """(H, W, 3) uint8 RGB from the head camera; ``RendererUnavailable`` if no GL backend works."""
