@@ -100,7 +100,8 @@ def test_objects_settle_and_no_task_starts_solved():
         assert not sim.task.success(sim.model, sim.data), task
 
 
-def test_fallen_objects_and_diverged_physics_are_reported():
+def test_fallen_objects_and_diverged_physics_are_reported(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # MuJoCo writes its warning to MUJOCO_LOG.TXT in the working directory
     sim = SimulatedRobot("dual_picking", seed=0)
     sim.step(10)
     assert sim.objects_off_table() == [] and sim.physics_warnings() == {}
