@@ -106,8 +106,9 @@ def test_fallen_objects_and_diverged_physics_are_reported(tmp_path, monkeypatch)
     sim.step(10)
     assert sim.objects_off_table() == [] and sim.physics_warnings() == {}
     set_object_pose(sim.model, sim.data, "apple", [0.30, 0.25, -0.7], yaw_quat(0))  # on the floor
+    set_object_pose(sim.model, sim.data, "banana", [-1440.0, -4350.0, 4737.0], yaw_quat(0))  # where one blew up to
     sim.step(2)
-    assert sim.objects_off_table() == ["apple"] and sim.physics_warnings() == {}
+    assert sim.objects_off_table() == ["apple", "banana"] and sim.physics_warnings() == {}
     dof = sim.model.jnt_dofadr[sim.model.body("banana").jntadr[0]]
     sim.data.qvel[dof : dof + 3] = 1e20  # a contact that blew up: MuJoCo resets the state and counts it
     sim.step(2)

@@ -25,6 +25,7 @@ HOME_POSE = np.zeros(ACTION_DIM)
 HOME_POSE[[0, ARM_DOF]] = -0.3
 HOME_POSE[[3, ARM_DOF + 3]] = -1.3
 OFF_TABLE_M = 0.05  # an object's origin this far below the table top (base_link z = 0) is off the table
+FLUNG_M = 2.0  # an object's origin this far from base_link was flung away (a contact that blew up)
 
 
 class SimulatedRobot:
@@ -124,8 +125,9 @@ class SimulatedRobot:
                 for i in range(int(mujoco.mjtWarning.mjNWARNING)) if self.data.warning[i].number}
 
     def objects_off_table(self) -> list[str]:
-        """Task objects now below the table top (fallen off it, or flung away by a contact that blew up)."""
-        return [name for name in self.task.object_names() if self.data.body(name).xpos[2] < -OFF_TABLE_M]
+        """Task objects now below the table top (fallen off it) or flung far away (a contact that blew up)."""
+        return [name for name in self.task.object_names()
+                if self.data.body(name).xpos[2] < -OFF_TABLE_M or np.linalg.norm(self.data.body(name).xpos) > FLUNG_M]
 
     def render(self) -> np.ndarray:
         """(H, W, 3) uint8 RGB from the head camera; ``RendererUnavailable`` if no GL backend works."""
