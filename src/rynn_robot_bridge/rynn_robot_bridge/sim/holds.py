@@ -15,11 +15,9 @@ import numpy as np
 def robot_bodies(model: mujoco.MjModel) -> np.ndarray:
     """(nbody,) bool: bodies of the robot, i.e. below a root that is fixed to the world (free objects are
     their own roots; the world's own geoms, table and floor, belong to body 0)."""
-    roots = model.body_rootid
     free = np.zeros(model.nbody, dtype=bool)
-    for body in range(model.nbody):
-        if model.body_jntnum[body] and model.jnt_type[model.body_jntadr[body]] == mujoco.mjtJoint.mjJNT_FREE:
-            free[body] = True
+    free[model.jnt_bodyid[model.jnt_type == mujoco.mjtJoint.mjJNT_FREE]] = True
+    roots = model.body_rootid
     return (roots != 0) & ~free[roots]
 
 

@@ -67,6 +67,11 @@ class SimulatedRobot:
         self.home_pose = np.clip(HOME_POSE, self.limits.lower, self.limits.upper)
         self._pending: collections.deque = collections.deque()
         self._camera_view: HeadCameraView | None = None
+        labels = np.zeros(self.model.nbody, dtype=np.uint8)
+        for i, name in enumerate(self.task.object_names()):
+            labels[self.model.body(name).id] = i + 1
+        # object_mask's label per geom id seen; the extra last entry is index -1 (nothing seen) -> 0
+        self._geom_labels = np.append(labels[self.model.geom_bodyid], np.uint8(0))
         self.reset()
 
     @property
@@ -126,26 +131,22 @@ class SimulatedRobot:
 
     def objects_off_table(self) -> list[str]:
         """Task objects now below the table top (fallen off it) or flung far away (a contact that blew up)."""
-        return [name for name in self.task.object_names()
-                if self.data.body(name).xpos[2] < -OFF_TABLE_M or np.linalg.norm(self.data.body(name).xpos) > FLUNG_M]
+        positions = {name: self.data.body(name).xpos for name in self.task.object_names()}
+        return [name for name, xyz in positions.items() if xyz[2] < -OFF_TABLE_M or np.linalg.norm(xyz) > FLUNG_M]
 
     def render(self) -> np.ndarray:
         """(H, W, 3) uint8 RGB from the head camera; ``RendererUnavailable`` if no GL backend works."""
-        if self._camera_view is None:
-            self._camera_view = HeadCameraView(self.model, self.camera)
-        return self._camera_view.render(self.data)
+        return self._view().render(self.data)
 
     def object_mask(self) -> np.ndarray:
         """(H, W) uint8 from the head camera: 0 where no task object is seen, ``i + 1`` where
         ``task.object_names()[i]`` is (MuJoCo's segmentation render; the evaluation's interaction regions)."""
-        if self._camera_view is None:
+        return self._geom_labels[self._view().segment(self.data)]
+
+    def _view(self) -> HeadCameraView:
+        if self._camera_view is None:  # created on first use: physics-only users never need a GL context
             self._camera_view = HeadCameraView(self.model, self.camera)
-        geom_ids = self._camera_view.segment(self.data)
-        labels = np.zeros(self.model.nbody, dtype=np.uint8)
-        for i, name in enumerate(self.task.object_names()):
-            labels[self.model.body(name).id] = i + 1
-        geom_labels = np.append(labels[self.model.geom_bodyid], np.uint8(0))  # index -1 (nothing seen) -> 0
-        return geom_labels[geom_ids]
+        return self._camera_view
 
     def close(self) -> None:
         if self._camera_view is not None:
