@@ -35,3 +35,11 @@ DATA_COMMAND="python -m rynn_robot_bridge.episodes.generate --operator synthetic
 "$PY" -m rynn_world.training.distill_tiny_encoder --config src/rynn_world_node/config/tiny_encoder_cpu.yaml
 "$PY" -m rynn_world.training.package_default --config embedded_cpu --tiny-encoder outputs/embedded_cpu/tiny_encoder/final \
   --recipe src/rynn_world_node/config/tiny_encoder_cpu.yaml
+# What the node serves: the packaged model's frames composited on the reference against the frames as
+# decoded, on the same held-out clips (the card's "Reference compositing" section).
+"$PY" -m rynn_world.evaluation.evaluate --config src/rynn_world_node/config/eval_served_cpu.yaml
+"$PY" -m rynn_world.evaluation.evaluate --config src/rynn_world_node/config/eval_served_cpu.yaml static_camera=false \
+  output_dir=outputs/embedded_cpu/eval_served_raw
+"$PY" -m rynn_world.training.package_default --config embedded_cpu --method student_no_dmd \
+  --recipe src/rynn_world_node/config/eval_served_cpu.yaml \
+  --compositing-evaluation outputs/embedded_cpu/eval_served/results.json outputs/embedded_cpu/eval_served_raw/results.json

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from . import flow_matching as fm
+from .compositing import ReferenceCompositor
 from .frame_clock import FrameClockResampler
 from .image_input import to_model_rgb
 from .model.causal import CausalStudentSampler
@@ -60,6 +61,7 @@ class StreamingWorldModel:
         vae_kernels: str = "reference",
         tiny_decoder: TinyVideoDecoder | None = None,
         control_encoder: TinyControlEncoder | None = None,
+        static_camera: bool = True,
     ):
         """Random weights are used when no transformer / vae is given (tests, benchmarks).
 
@@ -68,7 +70,9 @@ class StreamingWorldModel:
         tiny_decoder: decode the generated latents with this distilled decoder instead of the VAE's
         (model.tiny_decoder; the VAE still encodes the reference, and the skeletons unless control_encoder).
         control_encoder: encode the control frames (skeleton renders) with this distilled encoder instead
-        of the VAE's (model.tiny_encoder); the VAE still encodes the reference image."""
+        of the VAE's (model.tiny_encoder); the VAE still encodes the reference image.
+        static_camera: the camera does not move, so frames are composited on the reference
+        (rynn_world.compositing) when the config sets a compositing radius; False for a moving camera."""
         self.config = config
         self.device = torch.device(device) if device is not None else torch.device("cpu")
         self.dtype = dtype
@@ -94,6 +98,8 @@ class StreamingWorldModel:
                         else StreamingTinyControlEncoder(place(control_encoder, self.device, dtype).eval()))
         self.decoder = (StreamingVAEDecoder(self.vae) if tiny_decoder is None
                         else StreamingTinyDecoder(place(tiny_decoder, self.device, dtype).eval()))
+        self.compositor = (ReferenceCompositor(config.composite_radius_px, config.composite_feather_px)
+                           if static_camera and config.composite_radius_px is not None else None)
         self.resampler = FrameClockResampler(config.fps)
         self.timings = StageTimings()
         self._null_skeleton = np.zeros((config.height, config.width, 3), dtype=np.uint8)
@@ -128,6 +134,8 @@ class StreamingWorldModel:
             null_control = self.encoder.push(rgb_to_tensor(self._null_skeleton[None], self.device, self.dtype))
             self.sampler.start(ref_latent, null_control, self.text_embeds)
             self.decoder.prime(ref_latent)  # the causal decoder's context: the reference frame
+        if self.compositor is not None:
+            self.compositor.reset(image)
         self.timings = StageTimings()
         self._last_frame = image
         self._chunk_frames = 1  # the reference is frame 0 of the chunk
@@ -213,6 +221,8 @@ class StreamingWorldModel:
             self._sync()
             t_dit = time.perf_counter()
             frames = tensor_to_rgb(self.decoder.push(latents))
+        if self.compositor is not None:
+            frames = self.compositor.apply(frames, skeletons)
         t_end = time.perf_counter()
         for stage, seconds in zip(STAGES, (t_render - start, t_encode - t_render, t_dit - t_encode, t_end - t_dit, t_end - start)):
             self.timings.record(stage, seconds)

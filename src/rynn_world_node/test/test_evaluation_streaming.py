@@ -1,7 +1,10 @@
 """Evaluation generates the students' frames with StreamingWorldModel exactly as the live node's
 session drives it: the same frames, bit for bit, re-anchoring included."""
 
+from dataclasses import replace
+
 import numpy as np
+import pytest
 import torch
 
 from rynn_common.pipeline_stats import PipelineStats
@@ -14,6 +17,7 @@ from rynn_world.skeleton import CameraIntrinsics, SkeletonRenderer, render_contr
 from rynn_world.streaming import StreamingWorldModel
 
 CFG = get_config("tiny")
+COMPOSITED = replace(CFG, composite_radius_px=3, composite_feather_px=1.0)  # reference compositing on
 T0 = 1000.0
 CLIP_FRAMES = 17
 REANCHOR = 9  # the reference + 2 blocks: the 16 generated frames cross two re-anchors
@@ -41,10 +45,10 @@ def _clip():
     return transformer, vae, reference, control
 
 
-def _live_frames(transformer, vae, reference, control, seed):
+def _live_frames(transformer, vae, reference, control, seed, config=CFG):
     """The node's path: LiveWorldSession (always digital, file reference) fed one control frame per tick."""
     clock = FakeClock()
-    model = StreamingWorldModel(CFG, transformer=transformer, vae=vae, seed=seed)
+    model = StreamingWorldModel(config, transformer=transformer, vae=vae, seed=seed)
     session = LiveWorldSession(model, PipelineStats(), SessionSettings(reanchor_every=REANCHOR, follow_mode=False,
                                                                        max_frame_age=100.0, publish_interval=1e-4),
                                clock=clock, file_reference=reference)
@@ -60,13 +64,14 @@ def _live_frames(transformer, vae, reference, control, seed):
     return np.stack(frames)
 
 
-def test_evaluation_frames_are_the_live_sessions():
+@pytest.mark.parametrize("config", [CFG, COMPOSITED], ids=["plain", "composited"])
+def test_evaluation_frames_are_the_live_sessions(config):
     transformer, vae, reference, control = _clip()
-    live = _live_frames(transformer, vae, reference, control, seed=3)
-    evaluated = stream_clip(transformer, vae, CFG, reference, control, seed=3, reanchor_every=REANCHOR)
+    live = _live_frames(transformer, vae, reference, control, seed=3, config=config)
+    evaluated = stream_clip(transformer, vae, config, reference, control, seed=3, reanchor_every=REANCHOR)
     assert evaluated.shape == live.shape == (CLIP_FRAMES - 1, CFG.height, CFG.width, 3)
     np.testing.assert_array_equal(evaluated, live)
-    never_reanchored = stream_clip(transformer, vae, CFG, reference, control, seed=3, reanchor_every=None)
+    never_reanchored = stream_clip(transformer, vae, config, reference, control, seed=3, reanchor_every=None)
     assert np.abs(never_reanchored[8:].astype(int) - evaluated[8:]).max() > 0, "re-anchoring changes the frames"
     np.testing.assert_array_equal(never_reanchored[:8], evaluated[:8])
 

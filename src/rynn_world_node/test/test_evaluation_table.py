@@ -164,3 +164,30 @@ def test_the_card_states_the_targets_met_or_not_and_the_interaction_scores():
     section = interaction_section(summary, "student")
     assert "5 held-out clips" in section and "16.25 dB" in section and "14.00 dB" in section
     assert interaction_section({"interaction": {}}, "student") == ""
+
+
+def test_the_cards_compositing_section_sets_served_against_decoded_frames_on_the_same_clips(tmp_path):
+    from rynn_world.training.package_default import COMPOSITING_SECTION, package_compositing
+
+    def results(psnr, ssim, gap, stride=16):
+        return {"config": {"model": "embedded_cpu", "data": {"episodes": [4, 12], "clip_frames": 17, "stride": stride}},
+                "summary": {"methods": {"copy_reference": {"all": {"psnr": 20.63, "ssim": 0.820, "clips": 24}},
+                                        "student_no_dmd": {"all": {"psnr": psnr, "ssim": ssim, "clips": 24}}},
+                            "grounding": {"all": {"psnr_gap": gap, "ssim_gap": 0.03}}, "interaction": {}}}
+    served, raw, other_clips = tmp_path / "served.json", tmp_path / "raw.json", tmp_path / "other.json"
+    served.write_text(json.dumps(results(22.80, 0.848, 1.25)))
+    raw.write_text(json.dumps(results(21.98, 0.802, 1.13)))
+    other_clips.write_text(json.dumps(results(21.98, 0.802, 1.13, stride=64)))
+    (tmp_path / "MODEL_CARD.md").write_text("# card\n\n## Tiny control encoder\nfigures\n## Limits\n- small\n")
+    package_compositing(served, raw, "student_no_dmd", tmp_path / "eval_served_cpu.yaml", tmp_path)
+    card = (tmp_path / "MODEL_CARD.md").read_text()
+    assert card.index("## Tiny control encoder") < card.index(COMPOSITING_SECTION) < card.index("## Limits")
+    assert "| `student_no_dmd` as decoded | 21.98 | 0.802 | +1.13 |" in card
+    assert "| `student_no_dmd` composited (served) | 22.80 | 0.848 | +1.25 |" in card
+    assert "| copy the reference | 20.63 | 0.820 |  |" in card and "Verdict (served): meets" in card
+    assert "within 8 px (a seam of +-3 px)" in card.replace("\n", " ")
+    package_compositing(raw, raw, "student_no_dmd", tmp_path / "eval_served_cpu.yaml", tmp_path)  # rewritten, not added
+    card = (tmp_path / "MODEL_CARD.md").read_text()
+    assert card.count(COMPOSITING_SECTION) == 1 and "Verdict (served): does NOT meet" in card
+    with pytest.raises(ValueError, match="same clips"):
+        package_compositing(served, other_clips, "student_no_dmd", tmp_path / "eval_served_cpu.yaml", tmp_path)

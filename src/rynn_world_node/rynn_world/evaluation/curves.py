@@ -35,7 +35,7 @@ from ..training.config import DistillConfig, TrainConfig
 from ..training.datasets import build_clip_dataset
 from ..training.export import load_or_build_transformer, load_vae
 from ..training.state import CHECKPOINT_GLOB
-from .evaluate import EvalConfig, held_out_clip_indices
+from .evaluate import EvalConfig, held_out_clip_indices, static_camera
 from .generation import method_video
 from .metrics import psnr, ssim
 
@@ -106,7 +106,7 @@ def score_points(cfg: EvalConfig, points: list[CurvePoint], base_checkpoint: str
         scores = []
         for n, (clip, latents) in enumerate(zip(chosen, encoded)):
             video = method_video(method, transformer, vae, config, clip, clip, cfg.seed + n, cfg.teacher_steps,
-                                 cfg.reanchor_every, latents, latents)
+                                 cfg.reanchor_every, latents, latents, static_camera(cfg))
             scores.append((psnr(video, clip.frames[1:]), ssim(video, clip.frames[1:])))
         psnrs, ssims = zip(*scores)
         return {"psnr": float(np.mean(psnrs)), "ssim": float(np.mean(ssims))}

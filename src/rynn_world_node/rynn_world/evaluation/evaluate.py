@@ -3,7 +3,8 @@
 Methods: copy-the-reference-frame, the bidirectional teacher, the causal student without DMD
 (warm-up only) and the causal student, each given when its checkpoint is. The students run through
 StreamingWorldModel as the live node runs them (null action on the reference, re-anchoring every
-``reanchor_every`` frames). Metrics are over the
+``reanchor_every`` frames, composited on the reference for the robot's fixed camera: ``static_camera``;
+the teacher's frames are composited the same way). Metrics are over the
 generated frames (frame 0, the given reference, excluded). Action grounding: the student run on
 the same clip with another held-out episode's skeleton stream; the gap is own minus mismatched
 (a model that ignores the action scores ~0). Interaction: PSNR inside the region of the objects
@@ -56,6 +57,7 @@ class EvalConfig:
     lpips_weights: str | None = None
     i3d_weights: str | None = None
     grounding_method: str | None = None  # whose action grounding is measured; default: student, else the first given
+    static_camera: bool | None = None  # composite on the reference (rynn_world.compositing); None: robot episodes only
     output_dir: str = "outputs/eval"
     seed: int = 0
     num_threads: int | None = None
@@ -68,6 +70,11 @@ def _mean(values):
 
 def _fmt(value, digits):
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def static_camera(cfg: EvalConfig) -> bool:
+    """Whether the methods composite on the reference: the robot's head camera is fixed, a human's is not."""
+    return cfg.data.kind == "robot_episodes" if cfg.static_camera is None else cfg.static_camera
 
 
 def held_out_clip_indices(clips, max_clips_per_task: int | None = None) -> list[int]:
@@ -120,7 +127,8 @@ def evaluate(cfg: EvalConfig) -> dict:
         def generate(name, control_index, seed, clip_index=i):
             """This clip's frames from `name`, conditioned on clip `control_index`'s control frames."""
             return method_video(name, models.get(name), vae, config, clips[clip_index], clips[control_index], seed,
-                                cfg.teacher_steps, cfg.reanchor_every, encoded.get(clip_index), encoded.get(control_index))
+                                cfg.teacher_steps, cfg.reanchor_every, encoded.get(clip_index), encoded.get(control_index),
+                                static_camera(cfg))
 
         videos = {name: generate(name, i, cfg.seed + n) for name in ("copy_reference", *models)}
         row = {"task": clip.task, "clip": clip.source_id}

@@ -1,13 +1,15 @@
 """Video generation for evaluation. The causal students run through StreamingWorldModel itself,
 fed the clip's control frames one by one as the live node feeds skeletons (re-anchoring included),
 so evaluation scores exactly what the live node serves; the bidirectional teacher (not a live path)
-turns (reference latent, control latents) into frames through the same VAE decoder.
+turns (reference latent, control latents) into frames through the same VAE decoder and the same
+reference compositing (``compositing``) when the camera is static.
 `method_video` is the one place that picks the path per method: the evaluation table and the
 training curves both call it, so a curve's last point is the table's score."""
 
 import numpy as np
 import torch
 
+from ..compositing import ReferenceCompositor
 from ..data.clips import Clip
 from ..model.configs import WorldModelConfig
 from ..model.teacher import generate_bidirectional
@@ -28,12 +30,25 @@ def teacher_latents(transformer, reference: torch.Tensor, control: torch.Tensor,
                                   sampler="euler", generator=generator)
 
 
+def composite_clip(config: WorldModelConfig, reference: np.ndarray, control: np.ndarray, frames: np.ndarray,
+                   static_camera: bool) -> np.ndarray:
+    """Frames 1.. of a clip composited on its reference as StreamingWorldModel composites a stream
+    (``control``: the clip's control frames 1..); unchanged without a static camera or a radius."""
+    if not static_camera or config.composite_radius_px is None:
+        return frames
+    compositor = ReferenceCompositor(config.composite_radius_px, config.composite_feather_px)
+    compositor.reset(reference)
+    return compositor.apply(frames, control)
+
+
 def stream_clip(transformer, vae, config: WorldModelConfig, reference: np.ndarray, control: np.ndarray, seed: int,
-                reanchor_every: int | None, anchor_frames: np.ndarray | None = None) -> np.ndarray:
+                reanchor_every: int | None, anchor_frames: np.ndarray | None = None,
+                static_camera: bool = True) -> np.ndarray:
     """Frames 1.. of a clip from a StreamingWorldModel of these weights (``stream_model``), re-anchoring every
     ``reanchor_every`` frames on the last generated frame, as the model does by itself and the live node
     does in digital mode (its real robot holds, so no real frame shows these actions)."""
-    model = StreamingWorldModel(config, transformer=transformer, vae=vae, seed=seed, reanchor_every=reanchor_every)
+    model = StreamingWorldModel(config, transformer=transformer, vae=vae, seed=seed, reanchor_every=reanchor_every,
+                                static_camera=static_camera)
     return stream_model(model, reference, control, anchor_frames)
 
 
@@ -61,15 +76,18 @@ def stream_model(model: StreamingWorldModel, reference: np.ndarray, control: np.
 
 def method_video(method: str, transformer, vae, config: WorldModelConfig, clip: Clip, control: Clip, seed: int,
                  teacher_steps: int, reanchor_every: int | None, latents: dict | None = None,
-                 control_latents: dict | None = None) -> np.ndarray:
+                 control_latents: dict | None = None, static_camera: bool = True) -> np.ndarray:
     """Frames 1.. of `clip` as `method` (an evaluation method name) makes them from the clip's first
     frame, driven by `control`'s control frames: the clip's own, or another episode's to measure
     action grounding. The teacher samples in latent space, so it needs `latents` and
-    `control_latents` (`encode_clip` of `clip` and of `control`); the students stream images."""
+    `control_latents` (`encode_clip` of `clip` and of `control`); the students stream images.
+    static_camera: composite on the reference (``compositing``), as the live node does for the robot's camera."""
     if method == "copy_reference":
         return np.repeat(clip.reference[None], len(clip.frames) - 1, axis=0)
     if method == "teacher":
         reference = latents["latents"][None][:, :, :1]
-        return decode(vae, teacher_latents(transformer, reference, control_latents["control"][None], teacher_steps,
-                                           config.shift, seed))[1:]
-    return stream_clip(transformer, vae, config, clip.reference, control.skeleton, seed, reanchor_every)
+        frames = decode(vae, teacher_latents(transformer, reference, control_latents["control"][None], teacher_steps,
+                                             config.shift, seed))[1:]
+        return composite_clip(config, clip.reference, control.skeleton[1:], frames, static_camera)
+    return stream_clip(transformer, vae, config, clip.reference, control.skeleton, seed, reanchor_every,
+                       static_camera=static_camera)

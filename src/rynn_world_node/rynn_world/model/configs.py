@@ -59,6 +59,10 @@ class WorldModelConfig:
     denoising_list: tuple[int, ...] = STUDENT_DENOISING_LIST
     null_text_tokens: int = 16
     transformer_extra: dict = field(default_factory=dict)
+    # Reference compositing for a camera that does not move (rynn_world.compositing): the model's pixels
+    # are kept within this many pixels of the control skeleton, the reference's elsewhere; None: off.
+    composite_radius_px: int | None = None
+    composite_feather_px: float = 3.0  # Gaussian sigma of the seam
 
     @property
     def latent_channels(self) -> int:
@@ -119,6 +123,8 @@ CONFIGS = {
         height=480,
         width=832,
         null_text_tokens=512,
+        composite_radius_px=32,  # embedded_cpu's, scaled to the width
+        composite_feather_px=12.0,
     ),
     # Unit tests: seconds on one CPU core.
     "tiny": WorldModelConfig(
@@ -141,6 +147,8 @@ CONFIGS = {
         width=208,
         window_blocks=4,
         null_text_tokens=8,
+        composite_radius_px=8,  # chosen on training-seed episodes (README, "Reference compositing")
+        composite_feather_px=3.0,
     ),
 }
 

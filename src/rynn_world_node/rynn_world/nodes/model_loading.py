@@ -36,6 +36,7 @@ def load_streaming_model(
     intrinsics: CameraIntrinsics = D435I_COLOR,
     decoder: str = "vae",
     encoder: str = "vae",
+    static_camera: bool = True,
 ) -> tuple[StreamingWorldModel, str]:
     """(model, description). A checkpoint directory holds ``transformer/`` and ``vae/`` in
     diffusers layout (and optionally ``tiny_decoder/`` and ``tiny_control_encoder/``); a missing or
@@ -46,7 +47,9 @@ def load_streaming_model(
     decoder: "vae" (the VAE's decoder), "tiny" (the checkpoint's distilled tiny_decoder/, see its
     model card) or "auto" (the node's default: "tiny" on the CPU when the checkpoint has one).
     encoder: the same choice for the control frames' encoder ("tiny": the checkpoint's distilled
-    tiny_control_encoder/); the VAE always encodes the reference image."""
+    tiny_control_encoder/); the VAE always encodes the reference image.
+    static_camera: composite the frames on the reference (rynn_world.compositing) where the config sets a
+    radius; False for a camera that moves."""
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     if vae_kernels == "auto":
         vae_kernels = "onednn" if device == "cpu" else "reference"
@@ -54,7 +57,8 @@ def load_streaming_model(
     tiny_decoder = _choose("decoder", decoder, TINY_DECODER_DIR, path, device)
     tiny_encoder = _choose("encoder", encoder, TINY_ENCODER_DIR, path, device)
     if path is None:
-        model = StreamingWorldModel(config, intrinsics=intrinsics, device=device, dtype=dtype, seed=seed, vae_kernels=vae_kernels)
+        model = StreamingWorldModel(config, intrinsics=intrinsics, device=device, dtype=dtype, seed=seed, vae_kernels=vae_kernels,
+                                    static_camera=static_camera)
         return model, (
             f"random weights: no checkpoint given and none packaged for {config.name!r} "
             "(frames will not look like the scene; pass checkpoint:=<dir>)"
@@ -67,8 +71,9 @@ def load_streaming_model(
     control_encoder = TinyControlEncoder.from_pretrained(str(path / TINY_ENCODER_DIR)) if tiny_encoder else None
     model = StreamingWorldModel(
         config, transformer=transformer, vae=vae, intrinsics=intrinsics, device=device, dtype=dtype, seed=seed,
-        vae_kernels=vae_kernels, tiny_decoder=tiny, control_encoder=control_encoder,
+        vae_kernels=vae_kernels, tiny_decoder=tiny, control_encoder=control_encoder, static_camera=static_camera,
     )
     which = f"checkpoint {path}" if checkpoint else f"packaged default checkpoint {path} (model card: {path / 'MODEL_CARD.md'})"
     return model, (f"{which}, {'tiny distilled' if tiny_encoder else 'VAE'} control encoder, "
-                   f"{'tiny distilled' if tiny_decoder else 'VAE'} decoder")
+                   f"{'tiny distilled' if tiny_decoder else 'VAE'} decoder"
+                   f"{', composited on the reference' if model.compositor is not None else ''}")

@@ -66,7 +66,7 @@ class WorldModelNode(Node):
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.intrinsics = D435I_COLOR.scaled(settings.camera_width, settings.camera_height)
         model, described = load_streaming_model(config, settings.checkpoint, device, settings.seed, settings.vae_kernels,
-                                                self.intrinsics, settings.decoder, settings.encoder)
+                                                self.intrinsics, settings.decoder, settings.encoder, settings.static_camera)
         if "random" in described:
             self.stats.set_fault("untrained_model", described)
             self.get_logger().warning(described)

@@ -25,6 +25,7 @@ class WorldModelNodeSettings:
     vae_kernels: str = "auto"  # auto: "onednn" on the CPU (float32), else "reference"
     decoder: str = "auto"  # auto: the checkpoint's distilled tiny decoder on the CPU, else the VAE's ("vae", "tiny")
     encoder: str = "auto"  # of the control frames: auto: the distilled tiny control encoder on the CPU, else the VAE ("vae", "tiny")
+    static_camera: bool = True  # the camera is fixed: frames composited on the reference (rynn_world.compositing)
     seed: int = 0
     reference_image: str = ""  # an image file to anchor on before any real frame arrives
     reanchor_every: int = SessionSettings.reanchor_every or 0  # frames per chunk, the reference included; 0 = never (why: SessionSettings)

@@ -253,6 +253,48 @@ Speed: `benchmarks/bench_world_model.py --sections serving` (encode column, VAE 
 """
 
 
+COMPOSITING_SECTION = "## Reference compositing (what the node serves)"
+
+
+def compositing_section(served: dict, raw: dict, method: str, recipe: Path) -> str:
+    """The card's compositing section: the same clips scored with the frames composited on the reference
+    (``static_camera``, the node's default) and as decoded, next to copying the reference."""
+    def row(name: str, summary: dict, key: str) -> str:
+        scores, gap = summary["methods"][key]["all"], summary["grounding"].get("all", {}).get("psnr_gap")
+        interaction = summary.get("interaction", {}).get("all", {}).get(key)
+        return (f"| {name} | {scores['psnr']:.2f} | {scores['ssim']:.3f} | "
+                f"{'' if gap is None or key == 'copy_reference' else f'{gap:+.2f}'} | "
+                f"{'' if interaction is None else f'{interaction:.2f}'} |")
+    summary, data, config = served["summary"], served["config"]["data"], get_config(served["config"]["model"])
+    if raw["config"]["data"] != data:
+        raise ValueError("the served and the raw evaluation must score the same clips")
+    ok, verdict = _beats_copy_reference(summary, method)
+    clips = summary["methods"][method]["all"]["clips"]
+    return f"""{COMPOSITING_SECTION}
+The robot's head camera does not move, so the node composites each generated frame on its reference
+(`rynn_world.compositing`, `static_camera:=true`): the model's pixels within
+{config.composite_radius_px} px (a seam of +-{config.composite_feather_px:g} px) of the control skeleton of any
+frame since the (re-)anchor, the reference's elsewhere. The same
+{clips} held-out clips (episodes {data['episodes']}, {data['clip_frames']}-frame clips every {data.get('stride')} frames),
+`python -m rynn_world.evaluation.evaluate --config {recipe}` with `static_camera=true` and `=false`:
+
+| frames | PSNR ↑ | SSIM ↑ | grounding gap (dB) | interaction (dB) |
+|---|---|---|---|---|
+{row("copy the reference", summary, "copy_reference")}
+{row(f"`{method}` as decoded", raw["summary"], method)}
+{row(f"`{method}` composited (served)", summary, method)}
+
+Verdict (served): {'meets' if ok else 'does NOT meet'} the bar. {verdict}.
+"""
+
+
+def package_compositing(served: Path, raw: Path, method: str, recipe: Path, target: Path) -> Path:
+    """(Re)write the card's compositing section from two evaluations of the packaged checkpoint."""
+    results = [json.loads(path.read_text()) for path in (served, raw)]
+    _write_section(target, COMPOSITING_SECTION, compositing_section(*results, method, recipe))
+    return target
+
+
 def _write_section(target: Path, heading: str, section: str) -> None:
     """(Re)write a card section: the old one runs up to the next "## " heading; a new one goes before Limits."""
     card = (target / "MODEL_CARD.md").read_text()
@@ -302,7 +344,14 @@ def main(argv: list[str] | None = None) -> None:
                         help="instead: add this distill_tiny_decoder run's final/ to the packaged checkpoint and its card")
     parser.add_argument("--tiny-encoder", type=Path,
                         help="instead: add this distill_tiny_encoder run's final/ to the packaged checkpoint and its card")
+    parser.add_argument("--compositing-evaluation", type=Path, nargs=2, metavar=("SERVED", "RAW"),
+                        help="instead: write the card's compositing section from two results.json of the packaged "
+                             "checkpoint (static_camera true, false; --recipe: their evaluation config)")
     args = parser.parse_args(argv)
+    if args.compositing_evaluation is not None:
+        target = package_compositing(*args.compositing_evaluation, args.method, args.recipe[0], CHECKPOINTS_DIR / args.config)
+        print(f"wrote the compositing section of {target / 'MODEL_CARD.md'}")
+        return
     for run_dir, package, directory in ((args.tiny_decoder, package_tiny_decoder, TINY_DECODER_DIR),
                                         (args.tiny_encoder, package_tiny_encoder, TINY_ENCODER_DIR)):
         if run_dir is not None:
