@@ -6,7 +6,10 @@ task scene with the synthetic operator, real mode, the recorder recording one ep
 (the trackers from /tf and the gloves from /rynn/operator/hands, replayed with their recorded
 timing), in real mode until the replay starts a pass, then switched to digital: the world model
 starts from A's first camera frame (``reference_image``; no real camera frame reaches it) and is
-never re-anchored (``reanchor_every`` beyond the run), so the curve is its free drift.
+never re-anchored (``reanchor_every`` beyond the run), so the curve is its free drift
+(``--reanchor-every 17``: the node's default, on its last generated frame). With
+``--compare-raw`` a second digital run replays the same bag with ``static_camera:=false`` (the frames as
+decoded, not composited on the reference), printed after the served one.
 
 Each digital frame represents the operator sample its stamp names; that sample's tracker poses are
 found in A's /tf (replayed poses are A's own) and the digital frame is compared, at the model's
@@ -15,7 +18,7 @@ episode and overall, next to copy-the-reference (A's first frame against the sam
 and the drift curve (per second since the digital stream started). The machine line says how
 loaded the machine was.
 
-    nice -n 10 .venv/bin/python benchmarks/bench_ab_fidelity.py [--seconds 8] [--scene dual_picking] [name:=value ...]
+    nice -n 10 .venv/bin/python benchmarks/bench_ab_fidelity.py [--seconds 8] [--scene dual_picking] [--compare-raw] [name:=value ...]
 """
 
 from __future__ import annotations
@@ -145,12 +148,14 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=8.0, help="episode length (and digital run length)")
     parser.add_argument("--scene", default="dual_picking", help="simulated task scene")
     parser.add_argument("--log-dir", help="keep logs and bags here (default: a temporary directory)")
+    parser.add_argument("--reanchor-every", type=int, default=1000000,
+                        help="the world model's reanchor_every (default: never, the free drift; the node's default is 17)")
+    parser.add_argument("--compare-raw", action="store_true",
+                        help="also replay with static_camera=false (frames as decoded, not composited on the reference)")
     options = parser.parse_args()
 
     import cv2
 
-    from rynn_world.evaluation.metrics import psnr, ssim
-    from rynn_world.image_input import to_model_rgb
     from rynn_world.model.configs import get_config
 
     given = {a.partition(":=")[0]: a.partition(":=")[2] for a in options.arguments}
@@ -164,15 +169,31 @@ def main() -> None:
         real_stamps, real_poses, real_frames = read_bag(real_bag)
         reference = root / "reference.png"
         cv2.imwrite(str(reference), cv2.cvtColor(real_frames[0][1], cv2.COLOR_RGB2BGR))
-        digital_bag = record_episode(
-            ["mode:=real", "source:=replay", f"replay_path:={real_bag}", f"record_dir:={root / 'digital_bags'}", *common,
-             "--set", f"world_model_node.reference_image={reference}",
-             "--set", "world_model_node.real_image_topic=/rynn/bench/no_real_camera",
-             "--set", "world_model_node.reanchor_every=1000000"],
-            root / "digital", options.seconds, before_recording=wait_for_pass_start(real_poses[0]))
-        digital_stamps, digital_poses, digital_frames = read_bag(digital_bag)
-        print(f"machine at the end: {machine_info()}\nreal bag {real_bag}: {len(real_frames)} frames; "
-              f"digital bag {digital_bag}: {len(digital_frames)} frames", flush=True)
+        variants = {"composited on the reference (served)": []}
+        if options.compare_raw:
+            variants["as decoded (static_camera=false)"] = ["--set", "world_model_node.static_camera=false"]
+        digital = {}
+        for label, extra in variants.items():
+            name = "digital" if not digital else "digital_raw"
+            digital_bag = record_episode(
+                ["mode:=real", "source:=replay", f"replay_path:={real_bag}", f"record_dir:={root / (name + '_bags')}",
+                 *common, "--set", f"world_model_node.reference_image={reference}",
+                 "--set", "world_model_node.real_image_topic=/rynn/bench/no_real_camera",
+                 "--set", f"world_model_node.reanchor_every={options.reanchor_every}", *extra],
+                root / name, options.seconds, before_recording=wait_for_pass_start(real_poses[0]))
+            digital[label] = read_bag(digital_bag)
+            print(f"machine at the end: {machine_info()}\nreal bag {real_bag}: {len(real_frames)} frames; "
+                  f"digital bag {digital_bag}: {len(digital[label][2])} frames", flush=True)
+    for label, (digital_stamps, digital_poses, digital_frames) in digital.items():
+        report(label, config, options.scene, options.reanchor_every, real_stamps, real_poses, real_frames,
+               digital_stamps, digital_poses, digital_frames)
+
+
+def report(label, config, scene, reanchor_every, real_stamps, real_poses, real_frames, digital_stamps, digital_poses,
+           digital_frames):
+    """Match each digital frame to the real frame of its operator instant and print the tables."""
+    from rynn_world.evaluation.metrics import psnr, ssim
+    from rynn_world.image_input import to_model_rgb
 
     real_frame_stamps = np.array([s for s, _ in real_frames])
     start = real_stamps[0]
@@ -198,14 +219,15 @@ def main() -> None:
     if not rows:
         sys.exit("no digital frame matched an instant of the real episode")
     rows = np.array(rows)
-    print(f"\nA/B fidelity, {config.name} at {config.width}x{config.height}, scene {options.scene}, "
-          f"{len(rows)} digital frames matched to the real episode, no re-anchoring")
+    print(f"\nA/B fidelity, {config.name} at {config.width}x{config.height}, scene {scene}, digital frames {label}: "
+          f"{len(rows)} matched to the real episode, "
+          f"{'no re-anchoring' if reanchor_every >= 1000000 else f're-anchored every {reanchor_every} frames'}")
     print(f"{'second of episode':>18} {'frames':>6} {'digital PSNR':>12} {'SSIM':>6} {'copy-ref PSNR':>13} {'SSIM':>6}")
     for (second, p, n), (_, s, _), (_, cp, _), (_, cs, _) in zip(*(per_second(rows[:, 0], rows[:, k]) for k in (2, 3, 4, 5))):
         print(f"{second:>18d} {n:>6d} {p:>12.2f} {s:>6.3f} {cp:>13.2f} {cs:>6.3f}")
     print(f"{'overall':>18} {len(rows):>6d} {rows[:, 2].mean():>12.2f} {rows[:, 3].mean():>6.3f} "
           f"{rows[:, 4].mean():>13.2f} {rows[:, 5].mean():>6.3f}")
-    print("\ndrift without re-anchoring (per second since the digital stream started):")
+    print(f"\ndrift {'without re-anchoring ' if reanchor_every >= 1000000 else ''}(per second since the digital stream started):")
     print(f"{'second':>7} {'frames':>6} {'PSNR':>7} {'SSIM':>6} {'PSNR - copy-ref':>16}")
     for (second, p, n), (_, s, _), (_, cp, _) in zip(*(per_second(rows[:, 1], rows[:, k]) for k in (2, 3, 4))):
         print(f"{second:>7d} {n:>6d} {p:>7.2f} {s:>6.3f} {p - cp:>16.2f}")
