@@ -67,3 +67,10 @@ class ReferenceCompositor:
     def _check_started(self) -> None:
         if self._reference is None:
             raise RuntimeError("ReferenceCompositor.reset(reference) must come first")
+
+
+def compositor_for(config, static_camera: bool) -> ReferenceCompositor | None:
+    """A WorldModelConfig's compositor for a fixed camera; None for a moving one or a config without a radius."""
+    if not static_camera or config.composite_radius_px is None:
+        return None
+    return ReferenceCompositor(config.composite_radius_px, config.composite_feather_px)

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from . import flow_matching as fm
-from .compositing import ReferenceCompositor
+from .compositing import compositor_for
 from .frame_clock import FrameClockResampler
 from .image_input import to_model_rgb
 from .model.causal import CausalStudentSampler
@@ -98,8 +98,7 @@ class StreamingWorldModel:
                         else StreamingTinyControlEncoder(place(control_encoder, self.device, dtype).eval()))
         self.decoder = (StreamingVAEDecoder(self.vae) if tiny_decoder is None
                         else StreamingTinyDecoder(place(tiny_decoder, self.device, dtype).eval()))
-        self.compositor = (ReferenceCompositor(config.composite_radius_px, config.composite_feather_px)
-                           if static_camera and config.composite_radius_px is not None else None)
+        self.compositor = compositor_for(config, static_camera)
         self.resampler = FrameClockResampler(config.fps)
         self.timings = StageTimings()
         self._null_skeleton = np.zeros((config.height, config.width, 3), dtype=np.uint8)
@@ -221,7 +220,7 @@ class StreamingWorldModel:
             self._sync()
             t_dit = time.perf_counter()
             frames = tensor_to_rgb(self.decoder.push(latents))
-        if self.compositor is not None:
+        if self.compositor is not None:  # timed as part of the decode stage
             frames = self.compositor.apply(frames, skeletons)
         t_end = time.perf_counter()
         for stage, seconds in zip(STAGES, (t_render - start, t_encode - t_render, t_dit - t_encode, t_end - t_dit, t_end - start)):

@@ -9,7 +9,7 @@ training curves both call it, so a curve's last point is the table's score."""
 import numpy as np
 import torch
 
-from ..compositing import ReferenceCompositor
+from ..compositing import compositor_for
 from ..data.clips import Clip
 from ..model.configs import WorldModelConfig
 from ..model.teacher import generate_bidirectional
@@ -34,9 +34,9 @@ def composite_clip(config: WorldModelConfig, reference: np.ndarray, control: np.
                    static_camera: bool) -> np.ndarray:
     """Frames 1.. of a clip composited on its reference as StreamingWorldModel composites a stream
     (``control``: the clip's control frames 1..); unchanged without a static camera or a radius."""
-    if not static_camera or config.composite_radius_px is None:
+    compositor = compositor_for(config, static_camera)
+    if compositor is None:
         return frames
-    compositor = ReferenceCompositor(config.composite_radius_px, config.composite_feather_px)
     compositor.reset(reference)
     return compositor.apply(frames, control)
 
