@@ -121,15 +121,17 @@ def test_on_the_cpu_the_packaged_default_decodes_with_its_shipped_tiny_decoder()
     packaged = packaged_checkpoint("embedded_cpu")
     shipped = load_file(packaged / "tiny_decoder" / "diffusion_pytorch_model.safetensors")
     model, described = load_streaming_model(get_config("embedded_cpu"), "", "cpu", decoder="auto")
-    assert described.endswith("tiny distilled decoder"), described
+    assert described.endswith("tiny distilled decoder, composited on the reference"), described
+    assert model.compositor is not None  # the robot's camera is fixed: static_camera defaults to true
     loaded = model.decoder.decoder.state_dict()  # the StreamingTinyDecoder's TinyVideoDecoder
     assert set(loaded) == set(shipped)
     for name, weights in shipped.items():
         torch.testing.assert_close(loaded[name], weights)
     card = (packaged / "MODEL_CARD.md").read_text()
     assert "Verdict: meets the bar (30 dB" in card
-    _, described = load_streaming_model(get_config("embedded_cpu"), "", "cpu", decoder="vae")
+    model, described = load_streaming_model(get_config("embedded_cpu"), "", "cpu", decoder="vae", static_camera=False)
     assert described.endswith("VAE decoder"), described
+    assert model.compositor is None
 
 
 def test_on_the_cpu_the_packaged_default_encodes_control_frames_with_its_shipped_tiny_encoder():
