@@ -35,6 +35,8 @@ import numpy as np
 from bench_digital_latency import call, launch_command, machine_info, start_graph  # also sets up sys.path
 from rynn_common.ros_names import IMAGE_TOPIC, RECORDER_SERVICES, SET_MODE_SERVICE, TF_TOPIC
 
+NEVER = 1000000  # reanchor_every beyond any run: the model's free drift
+
 TRACKERS = ("chest", "left_wrist", "right_wrist", "left_upper_arm", "right_upper_arm")
 
 
@@ -148,7 +150,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=8.0, help="episode length (and digital run length)")
     parser.add_argument("--scene", default="dual_picking", help="simulated task scene")
     parser.add_argument("--log-dir", help="keep logs and bags here (default: a temporary directory)")
-    parser.add_argument("--reanchor-every", type=int, default=1000000,
+    parser.add_argument("--reanchor-every", type=int, default=NEVER,
                         help="the world model's reanchor_every (default: never, the free drift; the node's default is 17)")
     parser.add_argument("--compare-raw", action="store_true",
                         help="also replay with static_camera=false (frames as decoded, not composited on the reference)")
@@ -169,12 +171,11 @@ def main() -> None:
         real_stamps, real_poses, real_frames = read_bag(real_bag)
         reference = root / "reference.png"
         cv2.imwrite(str(reference), cv2.cvtColor(real_frames[0][1], cv2.COLOR_RGB2BGR))
-        variants = {"composited on the reference (served)": []}
+        variants = {"composited on the reference (served)": ("digital", [])}  # label: (log directory, launch arguments)
         if options.compare_raw:
-            variants["as decoded (static_camera=false)"] = ["--set", "world_model_node.static_camera=false"]
+            variants["as decoded (static_camera=false)"] = ("digital_raw", ["--set", "world_model_node.static_camera=false"])
         digital = {}
-        for label, extra in variants.items():
-            name = "digital" if not digital else "digital_raw"
+        for label, (name, extra) in variants.items():
             digital_bag = record_episode(
                 ["mode:=real", "source:=replay", f"replay_path:={real_bag}", f"record_dir:={root / (name + '_bags')}",
                  *common, "--set", f"world_model_node.reference_image={reference}",
@@ -221,13 +222,13 @@ def report(label, config, scene, reanchor_every, real_stamps, real_poses, real_f
     rows = np.array(rows)
     print(f"\nA/B fidelity, {config.name} at {config.width}x{config.height}, scene {scene}, digital frames {label}: "
           f"{len(rows)} matched to the real episode, "
-          f"{'no re-anchoring' if reanchor_every >= 1000000 else f're-anchored every {reanchor_every} frames'}")
+          f"{'no re-anchoring' if reanchor_every >= NEVER else f're-anchored every {reanchor_every} frames'}")
     print(f"{'second of episode':>18} {'frames':>6} {'digital PSNR':>12} {'SSIM':>6} {'copy-ref PSNR':>13} {'SSIM':>6}")
     for (second, p, n), (_, s, _), (_, cp, _), (_, cs, _) in zip(*(per_second(rows[:, 0], rows[:, k]) for k in (2, 3, 4, 5))):
         print(f"{second:>18d} {n:>6d} {p:>12.2f} {s:>6.3f} {cp:>13.2f} {cs:>6.3f}")
     print(f"{'overall':>18} {len(rows):>6d} {rows[:, 2].mean():>12.2f} {rows[:, 3].mean():>6.3f} "
           f"{rows[:, 4].mean():>13.2f} {rows[:, 5].mean():>6.3f}")
-    print(f"\ndrift {'without re-anchoring ' if reanchor_every >= 1000000 else ''}(per second since the digital stream started):")
+    print(f"\ndrift {'without re-anchoring ' if reanchor_every >= NEVER else ''}(per second since the digital stream started):")
     print(f"{'second':>7} {'frames':>6} {'PSNR':>7} {'SSIM':>6} {'PSNR - copy-ref':>16}")
     for (second, p, n), (_, s, _), (_, cp, _) in zip(*(per_second(rows[:, 1], rows[:, k]) for k in (2, 3, 4))):
         print(f"{second:>7d} {n:>6d} {p:>7.2f} {s:>6.3f} {p - cp:>16.2f}")

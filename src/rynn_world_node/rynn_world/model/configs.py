@@ -62,7 +62,7 @@ class WorldModelConfig:
     # Reference compositing for a camera that does not move (rynn_world.compositing): the model's pixels
     # are kept within this many pixels of the control skeleton, the reference's elsewhere; None: off.
     composite_radius_px: int | None = None
-    composite_feather_px: float = 3.0  # Gaussian sigma of the seam
+    composite_feather_px: float = 3.0  # half the width of the linear seam centred on the radius
 
     @property
     def latent_channels(self) -> int:
