@@ -15,6 +15,8 @@ from rynn_world.data.egodex import mediapipe_joint_names
 from rynn_world.data.video import write_video
 from rynn_world.model.configs import get_config
 from rynn_world.model.vae import build_vae
+from rynn_world.training.config import DataConfig, EpisodeRoot
+from rynn_world.training.datasets import build_clip_dataset, build_latent_dataset
 
 H, W = 64, 64
 
@@ -133,3 +135,32 @@ def test_latent_cache_is_written_once_and_matches_the_vae(robot_root, tmp_path):
     assert (directory / "index.json").stat().st_mtime_ns == stamp, "same VAE: the cache is reused"
     item = LatentClipDataset(directory)[0]
     assert item["latents"].shape == item["control"].shape == (config.latent_channels, 3, 8, 8)
+
+
+def test_more_roots_mix_robot_episodes_each_selected_with_its_own_stride(robot_root):
+    config = get_config("tiny")
+    alone = RobotEpisodeDataset(robot_root, clip_frames=9, height=config.height, width=config.width, stride=8)
+    denser = RobotEpisodeDataset(robot_root, clip_frames=9, height=config.height, width=config.width, stride=4)
+    data = DataConfig(root=str(robot_root), clip_frames=9, stride=8, more_roots=[EpisodeRoot(str(robot_root), stride=4)])
+    mix = build_clip_dataset(data, config)
+    assert len(mix) == len(alone) + len(denser) and len(denser) > len(alone)
+    second = mix[len(alone) + 1]
+    assert np.array_equal(second.frames, denser[1].frames) and second.source_id == denser[1].source_id
+    # the same episode read from two roots counts as two episodes (grounding pairs clips of other episodes)
+    assert mix.items[0][0] != mix.items[len(alone)][0]
+    with pytest.raises(ValueError, match="robot episodes only"):
+        build_clip_dataset(DataConfig(kind="egodex", root=str(robot_root), more_roots=data.more_roots), config)
+
+
+def test_latent_cache_is_encoded_again_when_the_data_changes(robot_root, tmp_path):
+    config = get_config("tiny")
+    torch.manual_seed(0)
+    vae = build_vae(config.vae)
+    one = DataConfig(root=str(robot_root), clip_frames=9, stride=8, latent_cache=str(tmp_path / "latents"))
+    assert len(build_latent_dataset(one, config, vae, tmp_path)) == 2
+    stamp = (tmp_path / "latents" / "index.json").stat().st_mtime_ns
+    assert len(build_latent_dataset(one, config, vae, tmp_path)) == 2
+    assert (tmp_path / "latents" / "index.json").stat().st_mtime_ns == stamp, "same data, same VAE: reused"
+    mixed = DataConfig(**{**vars(one), "more_roots": [EpisodeRoot(str(robot_root), stride=4)]})
+    denser = RobotEpisodeDataset(robot_root, clip_frames=9, height=config.height, width=config.width, stride=4)
+    assert len(build_latent_dataset(mixed, config, vae, tmp_path)) == 2 + len(denser), "other data: encoded again"

@@ -69,3 +69,23 @@ def render_skeleton(joints_camera: np.ndarray, valid: np.ndarray | None, intrins
     """(T, 2, 21, 3) camera-frame joints (NaN = missing) and (T, 2, 3) elbows -> (T, H, W, 3) control
     frames, through the same ``render_control`` the live node uses."""
     return render_control(SkeletonRenderer(intrinsics.scaled(width, height)), joints_camera, valid, elbows)
+
+
+class ClipMix:
+    """Several clip datasets read as one, in order. Its `items` are ((dataset, episode), start), so
+    clips of different datasets never count as the same episode (the action-grounding pairing)."""
+
+    def __init__(self, datasets):
+        self.datasets = list(datasets)
+        if not self.datasets:
+            raise ValueError("a clip mix needs at least one dataset")
+        self.items = [((d, episode), start) for d, dataset in enumerate(self.datasets)
+                      for episode, start in dataset.items]
+        self._owner = [(d, i) for d, dataset in enumerate(self.datasets) for i in range(len(dataset))]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index: int) -> Clip:
+        d, i = self._owner[index]
+        return self.datasets[d][i]

@@ -1,6 +1,7 @@
 """VAE latents of clips, computed once and kept on disk so DiT training never re-runs the VAE.
 
-Cache layout: <dir>/index.json {"vae": fingerprint, "clips": [{"file", "task", "source_id"}]} and
+Cache layout: <dir>/index.json {"vae": fingerprint, "data": the clips' description, "clips": [{"file", "task",
+"source_id"}]} and
 one <dir>/<n>.safetensors per clip holding `latents` and `control`, both (C, F, h, w) in the DiT's
 normalised latent space. The control video's frame 0 is black (the null action), exactly what the
 streaming model pairs with the reference frame, so training and serving see the same input.
@@ -42,16 +43,21 @@ def encode_clip(vae, clip: Clip) -> dict[str, torch.Tensor]:
     return {"latents": latents[0].float().cpu(), "control": control[0].float().cpu()}
 
 
-def cache_is_current(directory, vae) -> bool:
-    """True when `directory` holds a complete cache made by this very VAE."""
+def cache_is_current(directory, vae, data: dict | None = None) -> bool:
+    """True when `directory` holds a complete cache made by this very VAE from the clips `data`
+    describes (the data configuration it was made from; None: any)."""
     index = Path(directory) / "index.json"
-    return index.is_file() and json.loads(index.read_text()).get("vae") == vae_fingerprint(vae)
+    if not index.is_file():
+        return False
+    made = json.loads(index.read_text())
+    return made.get("vae") == vae_fingerprint(vae) and (data is None or made.get("data") == data)
 
 
-def cache_latents(clips, vae, directory, progress: bool = True) -> Path:
-    """Encode every clip of `clips` into `directory` (reused when the same VAE made it)."""
+def cache_latents(clips, vae, directory, progress: bool = True, data: dict | None = None) -> Path:
+    """Encode every clip of `clips` into `directory` (reused when the same VAE made it from the same
+    `data`, a JSON-able description of the clips recorded in the index)."""
     directory = Path(directory)
-    if cache_is_current(directory, vae):
+    if cache_is_current(directory, vae, data):
         return directory
     fingerprint = vae_fingerprint(vae)
     index = directory / "index.json"
@@ -62,7 +68,7 @@ def cache_latents(clips, vae, directory, progress: bool = True) -> Path:
         name = f"{i:06d}.safetensors"
         save_file(encode_clip(vae, clip), str(directory / name))
         entries.append({"file": name, "task": clip.task, "source_id": clip.source_id})
-    index.write_text(json.dumps({"vae": fingerprint, "clips": entries}, indent=1))
+    index.write_text(json.dumps({"vae": fingerprint, "data": data, "clips": entries}, indent=1))
     return directory
 
 

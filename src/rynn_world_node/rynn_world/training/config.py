@@ -12,6 +12,16 @@ from rynn_common.config_io import load_config
 
 
 @dataclass
+class EpisodeRoot:
+    """Another generator run whose clips join the data set's (robot episodes only), selected on its own."""
+
+    root: str
+    stride: int | None = None  # default: the data set's stride
+    episodes: list[int] | None = None
+    exclude_episodes: list[int] | None = None
+
+
+@dataclass
 class DataConfig:
     kind: str = "robot_episodes"  # robot_episodes | egodex | vitra
     root: str = "data/episodes"
@@ -21,6 +31,7 @@ class DataConfig:
     episodes: list[int] | None = None  # robot episodes only: keep these episode numbers
     exclude_episodes: list[int] | None = None  # robot episodes only: the held-out ones
     latent_cache: str | None = None  # directory for cached VAE latents (encode once, reuse)
+    more_roots: list[EpisodeRoot] = field(default_factory=list)  # robot episodes only: a mixed data set
 
 
 @dataclass

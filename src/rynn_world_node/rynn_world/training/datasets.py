@@ -4,7 +4,10 @@ from pathlib import Path
 
 import torch
 
+from rynn_common.config_io import to_dict
+
 from ..data import EgoDexDataset, LatentClipDataset, RobotEpisodeDataset, VitraDataset, cache_latents
+from ..data.clips import ClipMix
 from ..data.latent_cache import cache_is_current
 from ..model.configs import WorldModelConfig
 from .config import DataConfig
@@ -13,9 +16,17 @@ from .config import DataConfig
 def build_clip_dataset(data: DataConfig, model: WorldModelConfig, clip_frames: int | None = None):
     frames = clip_frames or data.clip_frames
     common = dict(clip_frames=frames, height=model.height, width=model.width, fps=model.fps, stride=data.stride)
+    if data.more_roots and data.kind != "robot_episodes":
+        raise ValueError(f"data.more_roots mixes robot episodes only; data.kind is {data.kind!r}")
     if data.kind == "robot_episodes":
-        return RobotEpisodeDataset(data.root, tasks=data.tasks, episodes=data.episodes,
-                                   exclude_episodes=data.exclude_episodes, **common)
+        first = RobotEpisodeDataset(data.root, tasks=data.tasks, episodes=data.episodes,
+                                    exclude_episodes=data.exclude_episodes, **common)
+        if not data.more_roots:
+            return first
+        more = [RobotEpisodeDataset(extra.root, tasks=data.tasks, episodes=extra.episodes,
+                                    exclude_episodes=extra.exclude_episodes,
+                                    **{**common, "stride": extra.stride or data.stride}) for extra in data.more_roots]
+        return ClipMix([first, *more])
     if data.kind == "egodex":
         return EgoDexDataset(data.root, tasks=data.tasks, **common)
     if data.kind == "vitra":
@@ -24,10 +35,12 @@ def build_clip_dataset(data: DataConfig, model: WorldModelConfig, clip_frames: i
 
 
 def build_latent_dataset(data: DataConfig, model: WorldModelConfig, vae, output_dir: Path) -> LatentClipDataset:
-    """Encode the clips once (into data.latent_cache or <output_dir>/latents) and load them."""
+    """Encode the clips once (into data.latent_cache or <output_dir>/latents) and load them; a cache made
+    by another VAE or from other data is encoded again."""
     directory = Path(data.latent_cache) if data.latent_cache else Path(output_dir) / "latents"
-    if not cache_is_current(directory, vae):
-        cache_latents(build_clip_dataset(data, model), vae, directory)
+    made_from = {**to_dict(data), "latent_cache": None, "height": model.height, "width": model.width, "fps": model.fps}
+    if not cache_is_current(directory, vae, made_from):
+        cache_latents(build_clip_dataset(data, model), vae, directory, data=made_from)
     return LatentClipDataset(directory)
 
 
