@@ -1,20 +1,22 @@
 """Evaluation on held-out clips produces the per-task table (markdown + JSON), grounding and videos."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 from test_training_pipeline import make_vitra_clips
 
+from rynn_common.config_io import load_config
 from rynn_world.evaluation.evaluate import EvalConfig, evaluate
 from rynn_world.evaluation.metrics import SKIPPED, FVDMetric, LPIPSMetric, psnr, ssim
 from rynn_world.model.configs import get_config
 from rynn_world.model.transformer import RynnWorldTransformer
 from rynn_world.model.vae import build_vae
-from rynn_world.training.config import DataConfig
+from rynn_world.training.config import DataConfig, DistillConfig, TrainConfig, VAETrainConfig
 from rynn_world.training.export import save_world_model
-from rynn_world.training.package_default import package_default
+from rynn_world.training.package_default import package_default, recipe_command
 
 
 def test_psnr_and_ssim_values():
@@ -191,3 +193,19 @@ def test_the_cards_compositing_section_sets_served_against_decoded_frames_on_the
     assert card.count(COMPOSITING_SECTION) == 1 and "Verdict (served): does NOT meet" in card
     with pytest.raises(ValueError, match="same clips"):
         package_compositing(served, other_clips, "student_no_dmd", tmp_path / "eval_served_cpu.yaml", tmp_path)
+
+
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "config"
+RECIPE_CONFIGS = sorted(p.name for pattern in ("train_vae*_cpu.yaml", "train_stage2*_cpu.yaml", "distill*_cpu.yaml",
+                                               "finetune*_cpu.yaml", "eval*_cpu.yaml") for p in CONFIG_DIR.glob(pattern))
+
+
+@pytest.mark.parametrize("name", RECIPE_CONFIGS)
+def test_the_cards_recipe_names_the_module_that_reads_each_config(name):
+    """The card lists each recipe config with the command that runs it: that module's config class must load it."""
+    classes = {"rynn_world.evaluation.evaluate": EvalConfig, "rynn_world.training.distill": DistillConfig,
+               "rynn_world.training.train": TrainConfig, "rynn_world.training.train_vae": VAETrainConfig}
+    command = recipe_command(CONFIG_DIR / name)
+    module = command.split()[2]
+    load_config(classes[module], CONFIG_DIR / name)  # unknown keys would raise
+    assert command.endswith(f"--config {CONFIG_DIR / name}")

@@ -4,7 +4,9 @@ Every checkpoint a run kept (`<output_dir>/checkpoints/step_*`) is scored on the
 config's held-out clips, the way `evaluate` scores the final models: the stage-2 teacher with its
 EMA weights (what its run exports) and the bidirectional sampler, the causal student's warm-up with
 its raw weights (what `final_warmup` holds) through StreamingWorldModel, and the DMD phase as the
-`student` curve. The x axis is the cumulative step: stage 2, then distillation.
+`student` curve. The x axis is the cumulative step: stage 2, then distillation. Without a stage-2
+config the distillation run fine-tunes a student (its `teacher_checkpoint` is a student, as in
+finetune_tasks_cpu.yaml): that checkpoint is step 0 of the student curve.
 
     python -m rynn_world.evaluation.curves --eval-config src/rynn_world_node/config/eval_cpu.yaml \\
         --stage2-config src/rynn_world_node/config/train_stage2_cpu.yaml \\
@@ -51,14 +53,17 @@ class CurvePoint:
     use_ema: bool = False
 
 
-def checkpoint_points(stage2_dir: Path, stage2_steps: int, distill_dir: Path, warmup_steps: int,
-                      stage2_init: Path | None = None) -> list[CurvePoint]:
+def checkpoint_points(stage2_dir: Path | None, stage2_steps: int, distill_dir: Path, warmup_steps: int,
+                      stage2_init: Path | None = None, finetuned: Path | None = None) -> list[CurvePoint]:
     """The kept checkpoints of both runs, in step order, labelled with the curve each belongs to; each
     with the weights its run exports (the teacher's and the DMD student's EMA, the warm-up's raw ones),
     plus the exported warm-up student (`final_warmup`, the shipped model). A stage-2 run that starts
-    from exported weights (`stage2_init`, e.g. a teacher fine-tuned on new episodes) has them as step 0."""
+    from exported weights (`stage2_init`, e.g. a teacher fine-tuned on new episodes) has them as step 0.
+    Without a stage-2 run, a distillation run that fine-tunes the exported student `finetuned` has it as step 0."""
     points = [CurvePoint("teacher", 0, stage2_init)] if stage2_init is not None else []
-    for directory in sorted((stage2_dir / "checkpoints").glob(CHECKPOINT_GLOB)):
+    if finetuned is not None:
+        points.append(CurvePoint("student_no_dmd", stage2_steps, finetuned))
+    for directory in sorted((stage2_dir / "checkpoints").glob(CHECKPOINT_GLOB)) if stage2_dir is not None else ():
         points.append(CurvePoint("teacher", _step(directory), directory, "model", use_ema=True))
     for directory in sorted((distill_dir / "checkpoints").glob(CHECKPOINT_GLOB)):
         step = _step(directory)
@@ -143,7 +148,7 @@ def plot_curves(report: dict, loss_history: dict, boundary: int, path: Path) -> 
     for ax in axes:
         ax.axvline(boundary, color="black", lw=0.6, alpha=0.5)
         ax.legend(fontsize=7, loc="best")
-    axes[-1].set_xlabel(f"step (stage 2: 0-{boundary}, then distillation)")
+    axes[-1].set_xlabel(f"step (stage 2: 0-{boundary}, then distillation)" if boundary else "fine-tuning step")
     fig.suptitle(f"training curves, {report['clips']} held-out clips")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -154,23 +159,29 @@ def plot_curves(report: dict, loss_history: dict, boundary: int, path: Path) -> 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--eval-config", required=True, type=Path)
-    parser.add_argument("--stage2-config", required=True, type=Path)
+    parser.add_argument("--stage2-config", type=Path, help="omit when the distillation run fine-tunes a student")
     parser.add_argument("--distill-config", required=True, type=Path)
     args = parser.parse_args(argv)
     cfg = load_config(EvalConfig, args.eval_config)
-    stage2 = load_config(TrainConfig, args.stage2_config)
     distill = load_config(DistillConfig, args.distill_config)
     if cfg.num_threads:
         torch.set_num_threads(cfg.num_threads)
-    stage2_dir, distill_dir = Path(stage2.run.output_dir), Path(distill.run.output_dir)
-    init = Path(stage2.init_checkpoint) if stage2.init_checkpoint else None
-    points = checkpoint_points(stage2_dir, stage2.run.steps, distill_dir, distill.warmup_steps, init)
-    report = score_points(cfg, points, str(stage2_dir / "final"))
+    distill_dir = Path(distill.run.output_dir)
+    if args.stage2_config is not None:
+        stage2 = load_config(TrainConfig, args.stage2_config)
+        stage2_dir, stage2_steps = Path(stage2.run.output_dir), stage2.run.steps
+        init = Path(stage2.init_checkpoint) if stage2.init_checkpoint else None
+        points = checkpoint_points(stage2_dir, stage2_steps, distill_dir, distill.warmup_steps, init)
+        base, history = stage2_dir / "final", losses(stage2_dir, 0) | losses(distill_dir, stage2_steps)
+    else:
+        stage2_steps, base = 0, Path(distill.teacher_checkpoint)
+        points = checkpoint_points(None, 0, distill_dir, distill.warmup_steps, finetuned=base)
+        history = losses(distill_dir, 0)
+    report = score_points(cfg, points, str(base))
     out = Path(cfg.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / CURVES_JSON).write_text(json.dumps(report, indent=1))
-    history = losses(stage2_dir, 0) | losses(distill_dir, stage2.run.steps)
-    print(f"wrote {plot_curves(report, history, stage2.run.steps, out / CURVES_PNG)}")
+    print(f"wrote {plot_curves(report, history, stage2_steps, out / CURVES_PNG)}")
     for p in report["points"]:
         print(f"{p['curve']:>15} step {p['step']:>5}: PSNR {p['psnr']:.2f} dB, SSIM {p['ssim']:.3f}")
     print(f"copy the reference: PSNR {report['copy_reference']['psnr']:.2f} dB, SSIM {report['copy_reference']['ssim']:.3f}")
