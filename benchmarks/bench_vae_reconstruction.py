@@ -3,6 +3,9 @@
 A DiT trained on a VAE's latents cannot score above that VAE's own reconstruction of the frames, so
 this is the first figure to read when a model stalls below copy-the-reference. Clips are encoded and
 decoded as the evaluation decodes (streaming, the model's path); PSNR against the recorded frames.
+`--served` also scores frames 1.. of each reconstruction composited on the clip's reference as the node
+serves them (rynn_world.compositing), PSNR and SSIM next to copying the reference: the ceiling of the
+served scores a perfect DiT on that VAE would reach.
 
     .venv/bin/python benchmarks/bench_vae_reconstruction.py --data data/task_episodes_208x128 --episodes 4 12 15 \
         --checkpoint outputs/embedded_cpu/vae/final outputs/embedded_cpu/vae_tasks/final
@@ -15,8 +18,8 @@ import torch
 from tqdm import tqdm
 
 from rynn_world.data.latent_cache import encode_clip
-from rynn_world.evaluation.generation import decode
-from rynn_world.evaluation.metrics import psnr
+from rynn_world.evaluation.generation import composite_clip, decode
+from rynn_world.evaluation.metrics import psnr, ssim
 from rynn_world.model.configs import get_config
 from rynn_world.training.config import DataConfig
 from rynn_world.training.datasets import build_clip_dataset
@@ -31,18 +34,36 @@ def main() -> None:
     parser.add_argument("--stride", type=int, default=48)
     parser.add_argument("--model", default="embedded_cpu")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--served", action="store_true", help="also the reconstructions composited on the reference")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     config = get_config(args.model)
     clips = build_clip_dataset(DataConfig(kind="robot_episodes", root=args.data, clip_frames=17, stride=args.stride,
                                           episodes=args.episodes), config)
     print(f"{len(clips)} clips of 17 frames from episodes {args.episodes} of {args.data}")
+    if args.served:
+        copies = []
+        for i in range(len(clips)):
+            clip = clips[i]
+            copied = np.repeat(clip.reference[None], len(clip.frames) - 1, axis=0)
+            copies.append((psnr(copied, clip.frames[1:]), ssim(copied, clip.frames[1:])))
+        print(f"copy the reference (frames 1..): PSNR {np.mean([p for p, _ in copies]):.2f} dB, "
+              f"SSIM {np.mean([s for _, s in copies]):.3f}")
     for checkpoint in args.checkpoint:
         vae = load_vae(config, checkpoint)
-        scores = [psnr(decode(vae, encode_clip(vae, clips[i])["latents"][None]), clips[i].frames)
-                  for i in tqdm(range(len(clips)), desc=checkpoint, leave=False)]
+        scores, served = [], []
+        for i in tqdm(range(len(clips)), desc=checkpoint, leave=False):
+            clip = clips[i]
+            frames = decode(vae, encode_clip(vae, clip)["latents"][None])
+            scores.append(psnr(frames, clip.frames))
+            if args.served:
+                composited = composite_clip(config, clip.reference, clip.skeleton[1:], frames[1:], static_camera=True)
+                served.append((psnr(composited, clip.frames[1:]), ssim(composited, clip.frames[1:])))
         print(f"{checkpoint}: reconstruction PSNR mean {np.mean(scores):.2f} dB "
               f"(min {np.min(scores):.2f}, max {np.max(scores):.2f})")
+        if served:
+            print(f"{checkpoint}: served (composited) PSNR {np.mean([p for p, _ in served]):.2f} dB, "
+                  f"SSIM {np.mean([s for _, s in served]):.3f}")
 
 
 if __name__ == "__main__":
