@@ -210,8 +210,8 @@ def report(label, config, scene, reanchor_every, real_stamps, real_poses, real_f
         if np.abs(real_poses[match] - digital_poses[sample]).max() > 1e-6:
             continue  # a pose the real episode never had (before the pass started)
         real_index = np.searchsorted(real_frame_stamps, real_stamps[match] + 1e-9, side="right") - 1
-        if real_index < 0:
-            continue
+        if real_index < 1:
+            continue  # before the real episode's first frame, or that frame: the reference itself (copying it is exact)
         truth = to_model_rgb(real_frames[real_index][1], *model_size)[None]
         digital = to_model_rgb(rgb, *model_size)[None]
         first_digital = stamp if first_digital is None else first_digital

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Reproduce the shipped embedded_cpu world model from nothing (about 1.5 h on two CPU cores):
+# Reproduce the shipped embedded_cpu world model from nothing (about 2.5 h on two CPU cores):
 # paired sim episodes, VAE (frames, then clips), stage-2 CFM teacher, causal warm-up + DMD,
 # held-out evaluation and training curves, packaging into rynn_world/checkpoints/embedded_cpu with its model card, and the
-# distilled tiny decoder and tiny control encoder added to it (the encoder: about 30 more minutes on one core).
+# distilled tiny decoder and tiny control encoder added to it (the encoder: about 30 more minutes on one core),
+# then the transformer fine-tuned on task episodes.
 # Every step resumes from its latest checkpoint if interrupted; outputs go to outputs/embedded_cpu.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -35,6 +36,28 @@ DATA_COMMAND="python -m rynn_robot_bridge.episodes.generate --operator synthetic
 "$PY" -m rynn_world.training.distill_tiny_encoder --config src/rynn_world_node/config/tiny_encoder_cpu.yaml
 "$PY" -m rynn_world.training.package_default --config embedded_cpu --tiny-encoder outputs/embedded_cpu/tiny_encoder/final \
   --recipe src/rynn_world_node/config/tiny_encoder_cpu.yaml
+# The task-episode fine-tune: task-operator episodes in varied scenes (seed 0 to train on, seed 777 held out),
+# the packaged student scored as served before, its transformer fine-tuned on a mix of the synthetic and the
+# task episodes (causal warm-up only; the VAE and the tiny decoder/encoder stay), scored again, its curve,
+# and the swap into the package with the card's "Task-episode fine-tune" section (about 45 min more).
+CONFIGS=src/rynn_world_node/config
+TASK_COMMAND="python -m rynn_robot_bridge.episodes.generate --operator task --scene-variation --episodes 8 --seed 0 --out data/task_episodes_208x128 --width 208 --height 128 --jobs 2"
+HELD_OUT_COMMAND="python -m rynn_robot_bridge.episodes.generate --operator task --scene-variation --episodes 2 --seed 777 --out data/task_episodes_eval_208x128 --width 208 --height 128 --jobs 2"
+"$PY" ${TASK_COMMAND#python }
+"$PY" ${HELD_OUT_COMMAND#python }
+FINETUNED=outputs/embedded_cpu/finetune_tasks/final_warmup
+"$PY" -m rynn_world.evaluation.evaluate --config $CONFIGS/eval_served_tasks_cpu.yaml output_dir=outputs/embedded_cpu/eval_served_tasks_base
+"$PY" -m rynn_world.evaluation.evaluate --config $CONFIGS/eval_served_cpu.yaml output_dir=outputs/embedded_cpu/eval_served_base
+"$PY" -m rynn_world.training.distill --config $CONFIGS/finetune_tasks_cpu.yaml
+"$PY" -m rynn_world.evaluation.evaluate --config $CONFIGS/eval_served_tasks_cpu.yaml student_no_dmd_checkpoint=$FINETUNED
+"$PY" -m rynn_world.evaluation.evaluate --config $CONFIGS/eval_served_cpu.yaml student_no_dmd_checkpoint=$FINETUNED \
+  output_dir=outputs/embedded_cpu/eval_served_finetuned
+"$PY" -m rynn_world.evaluation.curves --eval-config $CONFIGS/eval_served_tasks_cpu.yaml --distill-config $CONFIGS/finetune_tasks_cpu.yaml
+"$PY" -m rynn_world.training.package_default --config embedded_cpu --method student_no_dmd --finetune $FINETUNED \
+  --finetune-evaluation outputs/embedded_cpu/eval_served_tasks_base/results.json outputs/embedded_cpu/eval_served_tasks/results.json \
+  --finetune-evaluation outputs/embedded_cpu/eval_served_base/results.json outputs/embedded_cpu/eval_served_finetuned/results.json \
+  --recipe $CONFIGS/finetune_tasks_cpu.yaml $CONFIGS/eval_served_tasks_cpu.yaml $CONFIGS/eval_served_cpu.yaml \
+  --data-command "$TASK_COMMAND" --data-command "$HELD_OUT_COMMAND"
 # What the node serves: the packaged model's frames composited on the reference against the frames as
 # decoded, on the same held-out clips (the card's "Reference compositing" section).
 "$PY" -m rynn_world.evaluation.evaluate --config src/rynn_world_node/config/eval_served_cpu.yaml
