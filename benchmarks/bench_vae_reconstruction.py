@@ -18,7 +18,7 @@ import torch
 from tqdm import tqdm
 
 from rynn_world.data.latent_cache import encode_clip
-from rynn_world.evaluation.generation import composite_clip, decode
+from rynn_world.evaluation.generation import composite_clip, decode, method_video
 from rynn_world.evaluation.metrics import psnr, ssim
 from rynn_world.model.configs import get_config
 from rynn_world.training.config import DataConfig
@@ -45,7 +45,7 @@ def main() -> None:
         copies = []
         for i in range(len(clips)):
             clip = clips[i]
-            copied = np.repeat(clip.reference[None], len(clip.frames) - 1, axis=0)
+            copied = method_video("copy_reference", None, None, config, clip, clip, 0, 0, None)
             copies.append((psnr(copied, clip.frames[1:]), ssim(copied, clip.frames[1:])))
         print(f"copy the reference (frames 1..): PSNR {np.mean([p for p, _ in copies]):.2f} dB, "
               f"SSIM {np.mean([s for _, s in copies]):.3f}")

@@ -269,15 +269,21 @@ Speed: `benchmarks/bench_world_model.py --sections serving` (encode column, VAE 
 COMPOSITING_SECTION = "## Reference compositing (what the node serves)"
 
 
+def _score_cells(summary: dict, key: str) -> str:
+    """A method's table cells over all clips of an evaluation summary: PSNR | SSIM | grounding gap (the
+    grounded method's; blank for copying the reference) | interaction (blank when not scored)."""
+    scores, gap = summary["methods"][key]["all"], summary["grounding"].get("all", {}).get("psnr_gap")
+    interaction = summary.get("interaction", {}).get("all", {}).get(key)
+    return (f"{scores['psnr']:.2f} | {scores['ssim']:.3f} | "
+            f"{'' if gap is None or key == 'copy_reference' else f'{gap:+.2f}'} | "
+            f"{'' if interaction is None else f'{interaction:.2f}'}")
+
+
 def compositing_section(served: dict, raw: dict, method: str, recipe: Path) -> str:
     """The card's compositing section: the same clips scored with the frames composited on the reference
     (``static_camera``, the node's default) and as decoded, next to copying the reference."""
     def row(name: str, summary: dict, key: str) -> str:
-        scores, gap = summary["methods"][key]["all"], summary["grounding"].get("all", {}).get("psnr_gap")
-        interaction = summary.get("interaction", {}).get("all", {}).get(key)
-        return (f"| {name} | {scores['psnr']:.2f} | {scores['ssim']:.3f} | "
-                f"{'' if gap is None or key == 'copy_reference' else f'{gap:+.2f}'} | "
-                f"{'' if interaction is None else f'{interaction:.2f}'} |")
+        return f"| {name} | {_score_cells(summary, key)} |"
     summary, data, config = served["summary"], served["config"]["data"], get_config(served["config"]["model"])
     if raw["config"]["data"] != data:
         raise ValueError("the served and the raw evaluation must score the same clips")
@@ -319,16 +325,9 @@ def _served_rows(before: dict, after: dict, method: str) -> str:
     data, summary = after["config"]["data"], after["summary"]
     clips = f"{summary['methods'][method]['all']['clips']} clips, `{data['root']}`" + (
         f" episodes {data['episodes']}" if data.get("episodes") else "")
-    rows = []
-    for name, results, key in (("copy the reference", after, "copy_reference"), ("before", before, method),
-                               ("after (shipped)", after, method)):
-        scores = results["summary"]["methods"][key]["all"]
-        gap = results["summary"]["grounding"].get("all", {}).get("psnr_gap")
-        interaction = results["summary"].get("interaction", {}).get("all", {}).get(key)
-        rows.append(f"| {clips if key == 'copy_reference' else ''} | {name} | {scores['psnr']:.2f} | {scores['ssim']:.3f} "
-                    f"| {'' if gap is None or key == 'copy_reference' else f'{gap:+.2f}'} "
-                    f"| {'' if interaction is None else f'{interaction:.2f}'} |")
-    return "\n".join(rows)
+    return "\n".join(f"| {clips if key == 'copy_reference' else ''} | {name} | {_score_cells(results['summary'], key)} |"
+                     for name, results, key in (("copy the reference", after, "copy_reference"),
+                                                ("before", before, method), ("after (shipped)", after, method)))
 
 
 def finetune_section(checkpoint: Path, evaluations: list[tuple[dict, dict]], method: str, recipe: list[Path],
