@@ -43,6 +43,8 @@ class ConsoleActions:
     calibrate: Callable[[], None]
     overlay: Callable[[bool], None]
     clients_changed: Callable[[int], None]  # number of connected browsers
+    # (viser event, control label) -> whether that browser may use the control (rynn_world.console.access)
+    allowed: Callable[[object, str], bool] = lambda _event, _control: True
 
 
 class DeadbandUrdf(ViserUrdf):
@@ -126,7 +128,8 @@ class ConsolePage:
                                         format="jpeg", jpeg_quality=self.jpeg_quality)
             self.camera_caption = gui.add_markdown("waiting for frames")
             overlay = gui.add_checkbox("Operator skeleton overlay", initial_value=overlay_on)
-            overlay.on_update(lambda _event: actions.overlay(bool(overlay.value)))
+            overlay.on_update(lambda event: actions.overlay(bool(overlay.value)) if actions.allowed(event, "Overlay")
+                              else setattr(overlay, "value", not overlay.value))  # refused: set back
         cameras.dock_left()
         cameras.set_width(CAMERA_PANEL_WIDTH)
         other = gui.add_panel()
@@ -143,24 +146,34 @@ class ConsolePage:
             self.mode_text = gui.add_markdown("Mode: waiting for /rynn/mode")
             real = gui.add_button("Real", color="green")
             digital = gui.add_button("Digital", color="violet")
-            real.on_click(lambda _event: actions.set_mode("real"))
-            digital.on_click(lambda _event: actions.set_mode("digital"))
+            real.on_click(lambda event: actions.allowed(event, "Real") and actions.set_mode("real"))
+            digital.on_click(lambda event: actions.allowed(event, "Digital") and actions.set_mode("digital"))
             self.mode_answer = gui.add_markdown("")
         with gui.add_folder("Recording"):
             self.task = gui.add_text("Task", initial_value="")
             # The task as this server has it: the browser sends typing throttled (50 ms, later when starved),
             # so what Start records is what this line shows, not what the input box shows.
             task_echo = gui.add_markdown(task_line(""))
-            self.task.on_update(lambda _event: setattr(task_echo, "content", task_line(self.task.value)))
+            accepted_task = [""]  # what the task was before a refused edit
+
+            def on_task(event) -> None:
+                if not actions.allowed(event, "Task"):
+                    self.task.value = accepted_task[0]
+                    return
+                accepted_task[0] = self.task.value
+                task_echo.content = task_line(self.task.value)
+
+            self.task.on_update(on_task)
             buttons = {action: gui.add_button(action.capitalize(), color=color)
                        for action, color in (("start", "red"), ("stop", "gray"), ("discard", "orange"))}
             for action, button in buttons.items():
-                button.on_click(lambda _event, a=action: actions.record(a, self.task.value))
+                button.on_click(lambda event, a=action: actions.allowed(event, a.capitalize())
+                                and actions.record(a, self.task.value))
             self.record_answer = gui.add_markdown("")
             self.recording = gui.add_markdown("**Not recording.**")
         with gui.add_folder("Calibration"):
             calibrate = gui.add_button("Calibrate operator pose")
-            calibrate.on_click(lambda _event: actions.calibrate())
+            calibrate.on_click(lambda event: actions.allowed(event, "Calibrate") and actions.calibrate())
             self.calibrate_answer = gui.add_markdown("")
         with gui.add_folder("Health"):
             self.loop_rate = gui.add_markdown("")

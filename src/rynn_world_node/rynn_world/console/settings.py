@@ -9,7 +9,8 @@ from rynn_world.console.board import RECORDER_SOURCE
 
 @dataclass(frozen=True)
 class ConsoleSettings:
-    host: str = "127.0.0.1"  # localhost only; 0.0.0.0 on a trusted network
+    host: str = "127.0.0.1"  # a loopback address, unless access_token_file is set (rynn_world.console.access)
+    access_token_file: str = ""  # a file (mode 600) holding the token every control then requires
     port: int = 8080  # the next free one if taken
     max_width: int = 640  # the large camera's JPEG width
     other_max_width: int = 320

@@ -57,6 +57,7 @@ from rynn_common.ros_names import (
 from rynn_common.skeleton_arrays import bimanual_skeleton_to_arrays
 from rynn_robot_bridge.image_layout import read_image_header
 from rynn_robot_bridge.ros_camera import image_to_rgb
+from rynn_world.console.access import AccessGate, BrowserAccess, check_binding, read_token_file
 from rynn_world.console.board import (
     DiagnosticReport,
     HealthBoard,
@@ -95,6 +96,9 @@ class OperatorConsoleNode(Node):
         super().__init__(NODE_NAME)
         settings = declare_settings(self, ConsoleSettings, None)  # no file: the defaults, or `config_file`
         self.host = settings.host
+        token = read_token_file(settings.access_token_file)
+        check_binding(self.host, token)  # before anything listens
+        self.access_gate = AccessGate(token)
         port = settings.port
         self.max_width = settings.max_width
         self.other_max_width = settings.other_max_width
@@ -142,15 +146,18 @@ class OperatorConsoleNode(Node):
         self._next_text = self._next_scene = 0.0
 
         actions = ConsoleActions(self._request_mode, self._request_recorder, self._request_calibration,
-                                 self._set_overlay, self._on_clients)
+                                 self._set_overlay, self._on_clients,
+                                 lambda event, control: self.access.allows(event, control))
         self.page = ConsolePage(self.host, port, urdf_path, actions, jpeg_quality, operator_offset, self.overlay_on,
                                 settings.robot_view)
+        self.access = BrowserAccess(self.page.server, self.access_gate)
         self.measured_pose = JointPoser(self.page.joint_names)
         self.commanded_pose = JointPoser(self.page.joint_names)
         if port and self.page.port != port:
             self.get_logger().warning(f"port {port} is taken; serving on {self.page.port} instead")
         self.get_logger().info(f"operator console on http://{self.host}:{self.page.port}/ "
-                               f"(JPEG <= {self.camera_pacer.period ** -1:.0f} FPS, <= {self.max_width} px wide)")
+                               f"({'access token required, ' if token else ''}"
+                               f"JPEG <= {self.camera_pacer.period ** -1:.0f} FPS, <= {self.max_width} px wide)")
 
     # --- browsers come and go ------------------------------------------------------------------
 
