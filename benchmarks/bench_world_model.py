@@ -92,7 +92,7 @@ def serving_options(config, threads: int, steps: int, tiny_decoder: TinyVideoDec
         ("reference, channels_last_3d", "reference", 1, dict(prepare=vae_weights_channels_last)),
         ("reference, inference_mode", "reference", 1, dict(context=torch.inference_mode)),
         (f"onednn, {threads} threads", "onednn", threads, {}),
-        ("onednn, 1 thread (last session)", "onednn", 1, {}),
+        ("onednn, 1 thread (the node's setting)", "onednn", 1, {}),
         ("onednn + tiny decoder", "onednn", 1, {"tiny_decoder": tiny_decoder}),
         ("onednn + tiny decoder + tiny encoder", "onednn", 1, {"tiny_decoder": tiny_decoder, "control_encoder": tiny_encoder}),
     ]

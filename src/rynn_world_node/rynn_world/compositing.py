@@ -14,7 +14,7 @@ Limit: the robot's arm as the reference shows it is only replaced where a skelet
 operator's hands are far from the robot's pose at the switch (a digital session started from an image
 file), the arm stays in place, also through re-anchors on generated frames, until a hand passes there.
 (A term keeping the model's pixels where it changed the scene far beyond its blur cost 0.6 dB on
-out-of-distribution scenes and was dropped: README, "Reference compositing".)
+out-of-distribution scenes and was dropped: docs/world_model.md, "Reference compositing".)
 
 One instance per stream: ``reset`` on each (re-)anchor, ``apply`` on each generated block with the
 control frames it was conditioned on. The live stream and the evaluation's teacher both go through it.

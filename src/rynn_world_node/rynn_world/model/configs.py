@@ -147,7 +147,7 @@ CONFIGS = {
         width=208,
         window_blocks=4,
         null_text_tokens=8,
-        composite_radius_px=8,  # chosen on training-seed episodes (README, "Reference compositing")
+        composite_radius_px=8,  # chosen on training-seed episodes (docs/world_model.md, "Reference compositing")
         composite_feather_px=3.0,
     ),
 }

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The task-episode round on top of the shipped embedded_cpu recipe (run scripts/train_default_model.sh
+# The task-episode training run on top of the shipped embedded_cpu recipe (run scripts/train_default_model.sh
 # first, up to its stage-2 teacher; about 1.2 h more on two CPU cores): task-operator episodes in
 # varied scenes, the VAE's decoder fine-tuned on them (encoder and latent statistics kept), the
 # stage-2 teacher fine-tuned from its synthetic-episode weights, the causal student distilled from it,
 # then the held-out evaluation with the interaction score and the training curves. It does not
-# package: the README's "Task-episode round" says why this model does not ship yet.
+# package: docs/world_model.md, "Task-episode training run", says why this model does not ship yet.
 # Every step resumes from its latest checkpoint if interrupted; outputs go to outputs/embedded_cpu.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -1,0 +1,1 @@
+../src/rynn_world_node/launch/digital_teleop.launch.py
