@@ -240,7 +240,7 @@ def test_the_page_poses_every_joint_of_the_action_and_is_served_offline():
 
     ignore = ConsoleActions(lambda *_: None, lambda *_: None, lambda: None, lambda _: None, lambda _: None)
     page = ConsolePage("127.0.0.1", 0, default_urdf_path(), ignore, jpeg_quality=70,
-                       operator_offset_xyz=(-1.0, 0.0, 0.0), overlay_on=False)
+                       overlay_on=False)
     try:
         assert set(joint_names()) <= set(page.joint_names)
         pose = JointPoser(page.joint_names).update(joint_names(), np.linspace(-0.5, 0.5, 54))
@@ -264,7 +264,7 @@ def test_with_the_robot_view_off_the_page_has_no_robot_to_draw():
 
     ignore = ConsoleActions(lambda *_: None, lambda *_: None, lambda: None, lambda _: None, lambda _: None)
     page = ConsolePage("127.0.0.1", 0, default_urdf_path(), ignore, jpeg_quality=70,
-                       operator_offset_xyz=(-1.0, 0.0, 0.0), overlay_on=False, robot_view=False)
+                       overlay_on=False, robot_view=False)
     try:
         assert page.robot is None and page.ghost is None and page.joint_names == ()
         scene_nodes = list(page.server._websock_server._broadcast_buffer.message_from_id.values())

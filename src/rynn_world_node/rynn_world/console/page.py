@@ -2,9 +2,10 @@
 
 Layout: the canonical camera large in a panel docked left with the other source small below
 it; the 3D view (robot measured, robot commanded as a ghost, operator trackers) in the middle;
-the controls and health on the right. Every element is server-wide, so several browsers see
-the same page; a control's callback receives only the request, never a browser handle, so a
-closed browser leaves nothing behind.
+the controls and health on the right. The 3D view is in the robot's base_link, framed on the
+robot at start; the operator's trackers appear where they drive it (rynn_world.console.targets).
+Every element is server-wide, so several browsers see the same page; a control's callback receives
+only the request, never a browser handle, so a closed browser leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ GHOST_RGBA = (0.25, 0.55, 1.0, 0.35)  # the commanded robot: translucent blue ov
 CAMERA_PANEL_WIDTH = 660
 TRACKER_AXES_M = 0.08
 ROTATION_DEADBAND_RAD = np.deg2rad(0.5)  # a joint frame moving less is not re-sent to the browsers
-INITIAL_VIEW_FROM = (2.4, -3.4, 2.4)  # front-right of the robot, above the table [m]
-INITIAL_VIEW_AT = (-0.2, 0.15, 0.8)  # between the robot and the operator's trackers
+VIEW_DIRECTION = np.array([1.0, -0.75, 0.55])  # the start view: from the robot's front right, above [base_link]
+VIEW_DISTANCE = 2.6  # x the robot's radius (its link origins around their centre), at least MIN_VIEW_DISTANCE_M
+MIN_VIEW_DISTANCE_M = 1.2
 
 
 def task_line(task: str) -> str:
@@ -86,6 +88,17 @@ class DeadbandUrdf(ViserUrdf):
         self._sent_angle[moved] = angles[moved]
 
 
+def robot_view_pose(robot: ViserUrdf) -> tuple[np.ndarray, np.ndarray]:
+    """(look-at point, camera position) that frame the robot as its description poses it at zero:
+    the centre of its link origins, seen from its front right at a distance that fits them all."""
+    urdf = robot._urdf
+    origins = np.array([urdf.get_transform(link)[:3, 3] for link in urdf.link_map])
+    centre = (origins.min(axis=0) + origins.max(axis=0)) / 2.0
+    radius = float(np.linalg.norm(origins - centre, axis=1).max())
+    direction = VIEW_DIRECTION / np.linalg.norm(VIEW_DIRECTION)
+    return centre, centre + direction * max(VIEW_DISTANCE * radius, MIN_VIEW_DISTANCE_M)
+
+
 def _quaternion_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a * b for wxyz quaternions."""
     aw, ax, ay, az = a
@@ -102,14 +115,14 @@ class ConsolePage:
     """Owns the viser server and every element on the page."""
 
     def __init__(self, host: str, port: int, urdf_path: Path, actions: ConsoleActions, jpeg_quality: int,
-                 operator_offset_xyz: tuple[float, float, float], overlay_on: bool, robot_view: bool = True):
+                 overlay_on: bool, robot_view: bool = True):
         self.jpeg_quality = jpeg_quality
         self.server = viser.ViserServer(host=host, port=port, label="Rynn operator console", verbose=False)
         self.server.gui.configure_theme(control_width="large", show_share_button=False, show_logo=False)
         self.server.gui.set_panel_label("Rynn operator console")
         self._build_cameras(overlay_on, actions)
         self._build_controls(actions)
-        self._build_scene(urdf_path, operator_offset_xyz, robot_view)
+        self._build_scene(urdf_path, robot_view)
         self._trackers: dict[str, viser.FrameHandle] = {}
         self.server.on_client_connect(lambda _client: actions.clients_changed(len(self.server.get_clients())))
         self.server.on_client_disconnect(lambda _client: actions.clients_changed(len(self.server.get_clients())))
@@ -181,20 +194,18 @@ class ConsolePage:
             self.timings = gui.add_markdown("")
             self.counters = gui.add_markdown("")
 
-    def _build_scene(self, urdf_path: Path, operator_offset_xyz, robot_view: bool) -> None:
+    def _build_scene(self, urdf_path: Path, robot_view: bool) -> None:
         scene = self.server.scene
         scene.add_grid("/grid", width=3.0, height=3.0, cell_size=0.25)
-        self.server.initial_camera.position = INITIAL_VIEW_FROM
-        self.server.initial_camera.look_at = INITIAL_VIEW_AT
         if not robot_view:
             self.robot = self.ghost = None
             scene.add_label("/robot/off", "3D robot view off (operator_console robot_view:=false)", position=(0.0, 0.0, 0.8))
             return
         self.robot = DeadbandUrdf(self.server, urdf_path, root_node_name="/robot/measured")
         self.ghost = DeadbandUrdf(self.server, urdf_path, root_node_name="/robot/commanded", mesh_color_override=GHOST_RGBA)
-        self.operator_root = scene.add_frame("/operator", show_axes=False, position=operator_offset_xyz)
-        scene.add_label("/operator/label", "operator trackers", position=(0.0, 0.0, 0.05))
-
+        look_at, position = robot_view_pose(self.robot)
+        self.server.initial_camera.look_at, self.server.initial_camera.position = look_at, position
+        scene.add_frame("/targets", show_axes=False)  # base_link, as the robots
 
     @property
     def robot_view(self) -> bool:
@@ -221,15 +232,15 @@ class ConsolePage:
             if commanded is not None:
                 self.ghost.update_cfg(commanded)
 
-    def show_trackers(self, poses: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
-        """child frame -> (position xyz, quaternion wxyz) in the operator's world frame."""
+    def show_targets(self, poses: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        """label -> (position xyz, quaternion wxyz) in base_link: where the trackers drive the robot."""
         with self.server.atomic():
             for name, (xyz, wxyz) in poses.items():
                 handle = self._trackers.get(name)
                 if handle is None:
                     handle = self._trackers[name] = self.server.scene.add_frame(
-                        f"/operator/{name}", axes_length=TRACKER_AXES_M, axes_radius=TRACKER_AXES_M / 10)
-                    self.server.scene.add_label(f"/operator/{name}/label", name)
+                        f"/targets/{name}", axes_length=TRACKER_AXES_M, axes_radius=TRACKER_AXES_M / 10)
+                    self.server.scene.add_label(f"/targets/{name}/label", name)
                 handle.position, handle.wxyz = xyz, wxyz
 
     def show_banner(self, text: str) -> None:

@@ -21,7 +21,6 @@ class ConsoleSettings:
     calibrate_service: str = "/retarget_node/calibrate"
     camera_stale_after_s: float = 2.0
     service_timeout_s: float = 10.0
-    operator_offset_xyz: tuple[float, float, float] = (-1.0, 0.0, 0.0)  # the operator trackers in the 3D view
     # False: the 3D view shows no robots or trackers. A browser without a GPU draws the two robots'
     # meshes in software on every pose update (5 a second), most of its CPU on a small machine.
     robot_view: bool = True

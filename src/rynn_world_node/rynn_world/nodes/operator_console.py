@@ -4,7 +4,8 @@ Shows the canonical camera (``/camera/camera/color/image_raw``) large and the ot
 small (the real camera while digital, the generated one while real), each with its measured
 FPS and frame age, optionally with the operator skeleton (``/rynn/operator/skeleton_camera``)
 drawn over it; a 3D view of the robot posed by ``/joint_states`` and, ghosted, by
-``/rynn/command/joint_states``, with the operator trackers from ``/tf``; the mode (latched
+``/rynn/command/joint_states``, with the operator trackers from ``/tf`` where they drive the robot
+(the arms' IK targets, rynn_world.console.targets); the mode (latched
 ``/rynn/mode``) with Real / Digital buttons (``/rynn/set_mode``); recording controls (the
 recorder's ``task`` parameter and ``/rynn/recorder/{start,stop,discard}``) with the episode
 directory, elapsed time and per-topic counts; Calibrate (the retarget node's ``~/calibrate``);
@@ -73,6 +74,7 @@ from rynn_world.console.page import ConsoleActions, ConsolePage
 from rynn_world.console.pose import JointPoser
 from rynn_world.console.settings import ConsoleSettings
 from rynn_world.console.streams import RequiredStream, StreamStats, stale_banner
+from rynn_world.console.targets import TrackerTargets
 
 NODE_NAME = "operator_console"
 TEXT_PERIOD_S = 0.5  # captions, health and recording text
@@ -110,7 +112,6 @@ class OperatorConsoleNode(Node):
         calibrate_service = settings.calibrate_service
         self.camera_stale_s = settings.camera_stale_after_s
         self.service_timeout_s = settings.service_timeout_s
-        operator_offset = settings.operator_offset_xyz
         self.overlay_on = settings.skeleton_overlay
         self.operator_frame = settings.operator_frame
 
@@ -148,8 +149,8 @@ class OperatorConsoleNode(Node):
         actions = ConsoleActions(self._request_mode, self._request_recorder, self._request_calibration,
                                  self._set_overlay, self._on_clients,
                                  lambda event, control: self.access.allows(event, control))
-        self.page = ConsolePage(self.host, port, urdf_path, actions, jpeg_quality, operator_offset, self.overlay_on,
-                                settings.robot_view)
+        self.page = ConsolePage(self.host, port, urdf_path, actions, jpeg_quality, self.overlay_on, settings.robot_view)
+        self.targets = TrackerTargets.from_retarget_config() if self.page.robot_view else None
         self.access = BrowserAccess(self.page.server, self.access_gate)
         self.measured_pose = JointPoser(self.page.joint_names)
         self.commanded_pose = JointPoser(self.page.joint_names)
@@ -306,8 +307,8 @@ class OperatorConsoleNode(Node):
                 poses.append(None)
         if poses[0] is not None or poses[1] is not None:
             self.page.show_robot(*poses)
-        if trackers:
-            self.page.show_trackers(trackers)
+        if trackers and self.targets is not None:
+            self.page.show_targets(self.targets.targets(trackers))
 
     def _push_text(self, now: float) -> None:
         now_ros = self.get_clock().now().nanoseconds / 1e9
@@ -364,8 +365,15 @@ class OperatorConsoleNode(Node):
         return describe_recorder_answer(action, response.success, response.message)
 
     def _request_calibration(self) -> None:
-        self._call("calibrate", self.calibrate_client, Trigger.Request(),
-                   lambda r: ("calibrated: " if r.success else "calibration failed: ") + r.message)
+        self._call("calibrate", self.calibrate_client, Trigger.Request(), self._calibrated)
+
+    def _calibrated(self, response: Trigger.Response) -> str:
+        """The retarget node calibrated on its newest trackers: the 3D view's targets follow, on ours."""
+        if response.success and self.targets is not None:
+            with self.lock:
+                trackers = dict(self.trackers)
+            self.targets.calibrate(trackers)
+        return ("calibrated: " if response.success else "calibration failed: ") + response.message
 
     def _set_overlay(self, on: bool) -> None:
         with self.lock:
