@@ -17,7 +17,10 @@
 ``StampBound`` is the stamp check on its own. Node shells check each stream with it at
 ingress, against the receiver's clock: a stamp more than ``max_future_s`` ahead is
 rejected and never becomes the high-water mark, so one bad stamp cannot latch a stream
-(the retarget node counts these as ``tf_future_stamp`` / ``hands_future_stamp``).
+(the retarget node counts these as ``tf_future_stamp`` / ``hands_future_stamp``). Given the
+receiver's monotonic time too, it notices the wall clock stepping back (rynn_common.clock_steps)
+and starts the order afresh (``restarts``), so a clock set back cannot latch a stream either; the
+node then restarts the guard's own order before the first sample stamped after the step.
 
 A tracker with no good pose yet makes that arm unusable (``arm_ready`` False)
 until one arrives; the pipeline then holds the arm's last command.
@@ -29,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rynn_common.clock_steps import ClockStepDetector
 from rynn_retarget.operator.frame import HAND_POINTS, TRACKER_NAMES, HandSkeleton, OperatorFrame
 
 
@@ -101,11 +105,21 @@ class StampBound:
     def __init__(self, max_future_s: float):
         self.max_future_s = float(max_future_s)
         self.last_stamp = float("-inf")
+        self.clock_steps = ClockStepDetector()
+        self.restarts = 0  # orders started afresh after the wall clock stepped back
 
-    def check(self, stamp: float, clock_now: float | None) -> str | None:
+    def restart(self) -> None:
+        self.last_stamp = float("-inf")
+        self.restarts += 1
+
+    def check(self, stamp: float, clock_now: float | None, monotonic_now: float | None = None) -> str | None:
         """None if ``stamp`` is accepted (and becomes the high-water mark), else the reason:
         ``nonfinite_stamp``, ``future_stamp`` or ``out_of_order``. ``clock_now`` is the receiver's clock in the
-        stamps' time base; None skips the future bound (stamps from a recording)."""
+        stamps' time base; None skips the future bound (stamps from a recording). ``monotonic_now``, read with
+        ``clock_now``: a step back of that clock restarts the order (a stamp from before the step is then
+        beyond the future bound, never the new high-water mark)."""
+        if clock_now is not None and monotonic_now is not None and self.clock_steps.step(clock_now, monotonic_now) < 0:
+            self.restart()
         if not np.isfinite(stamp):
             return "nonfinite_stamp"
         if clock_now is not None and stamp > clock_now + self.max_future_s:
@@ -126,6 +140,10 @@ class InputGuard:
         self._jump_candidates: dict[str, tuple[np.ndarray, int]] = {}
         self._good_hands: dict[str, np.ndarray] = {}
         self._stale = False
+
+    def restart_order(self) -> None:
+        """The stamps' clock stepped back (the node saw it at ingress): the next stamp starts the order afresh."""
+        self._stamps.restart()
 
     def accept(self, frame, now: float) -> CleanFrame | None:
         """Clean ``frame`` received at ``now`` (monotonic s); None if dropped entirely. Frame

@@ -17,7 +17,13 @@ frame and periodic re-anchors (``reanchor_every``) continue from the last genera
 has no mode in which the real robot follows the commands while the digital camera streams.
 
 Everything is timed on one injected clock, the clock of the skeleton stamps (the node passes its
-ROS clock, tests a fake one), so a frame's age is ``now - stamp``.
+ROS clock, tests a fake one), so a frame's age is ``now - stamp``. That clock is the wall clock and
+may step (rynn_common.clock_steps): given the monotonic clock too, the generation thread notices a
+step back, drops what was timed on the old clock (queued skeletons, unpublished frames), restarts
+the model's frame clock on the last generated frame and carries on. (A step forward needs
+nothing: the frame clock skips ahead to the newest skeleton as after any late step.) A skeleton
+stamped beyond ``max_skeleton_lead`` ahead of the clock is dropped: it would otherwise become the
+frame clock's newest sample and every later one would look older.
 
 Latest-wins, nothing queues: a real camera frame replaces the previous one unconverted (only the
 frame an anchor uses is converted); skeletons wait only until the next step, where the model's
@@ -36,6 +42,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from rynn_common.clock_steps import ClockStepDetector
 from rynn_common.pipeline_stats import PipelineStats
 
 from .streaming import StreamingWorldModel
@@ -62,6 +69,7 @@ class SessionSettings:
     max_frame_age: float = 1.0
     publish_interval: float | None = None  # [s] between a block's frames; None: a quarter of a model period
     follow_mode: bool = True  # False: always digital
+    max_skeleton_lead: float = 1.0  # [s] a skeleton stamped further ahead of the clock is dropped
 
 
 @dataclass(frozen=True)
@@ -82,12 +90,14 @@ class LiveWorldSession:
         file_reference: np.ndarray | None = None,
         warn: Callable[[str], None] = lambda message: None,
         on_control: Callable[[np.ndarray, list[float]], None] | None = None,
+        monotonic: Callable[[], float] | None = None,
     ):
         """convert_real_frame turns what ``offer_real_frame`` was given (e.g. a ROS Image) into RGB,
         raising ValueError for a bad frame; it runs only for the frame an anchor uses. warn is
         told about each counted bad input. on_control, when given, gets each step's control frames
         and the stamps of the skeleton samples they were rendered from (the node's debug topic, which
-        the parity test compares with the training reader's renders)."""
+        the parity test compares with the training reader's renders). monotonic, when given, is read
+        with ``clock`` to notice steps of it (the node passes ``time.monotonic``)."""
         self.model = model
         self.stats = stats
         self.settings = settings
@@ -96,6 +106,8 @@ class LiveWorldSession:
         self.file_reference = file_reference
         self.warn = warn
         self.on_control = on_control
+        self.monotonic = monotonic
+        self.clock_steps = ClockStepDetector()
         model.reanchor_every = settings.reanchor_every
         self.period = 1.0 / model.config.fps
         self.block_period = model.frames_per_step * self.period
@@ -172,6 +184,7 @@ class LiveWorldSession:
         re-raises."""
         if self.failed is not None:
             return IDLE_WAIT_S
+        self._follow_clock_steps()
         with self._input:
             self._seen_seq = self._input_seq
             active, epoch = self._mode == "digital", self._epoch
@@ -196,6 +209,35 @@ class LiveWorldSession:
         if wait > 0:
             return wait
         return self._step(epoch, live)
+
+    def _follow_clock_steps(self) -> None:
+        """Generation thread: after the clock stepped back, nothing timed on the old clock stays."""
+        if self.monotonic is None:
+            return
+        step = self.clock_steps.step(self.clock(), self.monotonic())
+        if step >= 0.0:
+            return
+        with self._input:
+            stale_skeletons = len(self._skeletons)
+            self._skeletons.clear()
+            self._skeleton_received += step
+        with self._outbox_changed:
+            stale_frames = len(self._outbox)
+            self._outbox.clear()
+            self._last_due = self._last_published_stamp = float("-inf")
+            self._outbox_changed.notify_all()
+        self._next_paced_step = float("-inf")
+        if stale_skeletons or stale_frames:
+            self.stats.drop("clock_stepped_back", stale_skeletons + stale_frames)
+        if self._held_skeleton is not None:
+            sample, stamp = self._held_skeleton
+            self._held_skeleton = (sample, stamp + step)
+        if self.model.last_frame is not None:  # a stream runs: its frame clock starts again, on its last frame
+            with self.stats.timed("reanchor"):
+                self.model.reset(keep_clock=False)
+            if self._held_skeleton is not None:
+                self._push([self._held_skeleton])
+        self.warn(f"the clock stepped back {-step:.3f} s: the digital stream restarts its frame clock")
 
     def _anchor_on_switch(self) -> bool:
         """Start a digital stream on the newest real frame (until the switch the real robot executed
@@ -233,7 +275,12 @@ class LiveWorldSession:
         return rgb
 
     def _push(self, skeletons) -> None:
+        latest = self.clock() + self.settings.max_skeleton_lead
         for sample, stamp in skeletons:
+            if stamp > latest:
+                self.stats.reject("skeleton_future_stamp")
+                self.warn(f"dropped a skeleton stamped {stamp - latest + self.settings.max_skeleton_lead:.3f} s ahead")
+                continue
             try:
                 self.model.push_skeleton(sample, stamp)
             except ValueError as error:  # stamps going backwards, wrong shapes

@@ -43,6 +43,7 @@ from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
 
 from rynn_common.action_layout import joint_names
+from rynn_common.clock_steps import create_steady_timer
 from rynn_common.config_paths import find_config
 from rynn_common.local_delivery import LocalSubscription
 from rynn_common.node_runner import run_node
@@ -108,7 +109,9 @@ class RetargetNode(Node):
         self.stamp_loggers = {stream: self.get_logger().get_child(stream) for stream in ("tf", "hands")}  # own throttles
         # on_tf/on_hands run on the executor thread and, composed, on the tracker/glove feed threads too
         self.stamps_lock = threading.Lock()
-        self.pending: OperatorFrame | None = None  # newest tracker sample not yet retargeted
+        # newest tracker sample not yet retargeted, with the tf order it was accepted in (tf_stamps.restarts)
+        self.pending: tuple[OperatorFrame, int] | None = None
+        self.guard_order = 0  # the tf order the pipeline's guard is in
         self.pending_ready = threading.Condition()
 
         self.action_pub = self.create_publisher(RobotAction, ACTION_TOPIC, RECORDED_STREAM_QOS)
@@ -123,7 +126,7 @@ class RetargetNode(Node):
                                           required_bytes=self.world_frame.encode())
         self.hands_input = LocalSubscription(self, BimanualSkeleton, settings.hands_topic, self.on_hands, LIVE_QOS)
         self.create_service(Trigger, "~/calibrate", self.on_calibrate)
-        self.create_timer(1.0 / settings.status_rate_hz, self.publish_status)
+        create_steady_timer(self, 1.0 / settings.status_rate_hz, self.publish_status)
 
         self._running = True
         self._threads = [
@@ -167,6 +170,7 @@ class RetargetNode(Node):
             return  # not an operator sample (other TF traffic, or a partial/invalid one)
         if not self.stamp_accepted(self.tf_stamps, "tf", stamp):
             return
+        order = self.tf_stamps.restarts
         frame = OperatorFrame(stamp=stamp, trackers=trackers)
         hands = self.hands
         if hands is not None and time.monotonic() - hands["received"] <= self.hands_timeout:
@@ -181,14 +185,20 @@ class RetargetNode(Node):
         with self.pending_ready:
             if self.pending is not None:
                 self.stats.drop("superseded_tracker_sample")
-            self.pending = frame
+            self.pending = (frame, order)
             self.pending_ready.notify()
 
     def stamp_accepted(self, bound: StampBound, stream: str, stamp: float) -> bool:
         """Counts ``{stream}_out_of_order`` (dropped) or ``{stream}_future_stamp`` (rejected, logged)."""
         now = self.get_clock().now().nanoseconds * 1e-9
+        monotonic_now = time.monotonic()
         with self.stamps_lock:
-            reason = bound.check(stamp, now)
+            restarts = bound.restarts
+            reason = bound.check(stamp, now, monotonic_now)
+            if bound.restarts != restarts:
+                self.stamp_loggers[stream].warning(
+                    f"this machine's clock stepped back {-bound.clock_steps.last_step_s:.3f} s: {stream} stamps "
+                    "start a new order")
         if reason == "out_of_order":
             self.stats.drop(f"{stream}_out_of_order")
         elif reason is not None:
@@ -208,7 +218,14 @@ class RetargetNode(Node):
                 continue
             with self.pending_ready:
                 self.pending_ready.wait_for(lambda: self.pending is not None or not self._running, timeout=0.1)
-                frame, self.pending = self.pending, None
+                pending, self.pending = self.pending, None
+            frame = None
+            if pending is not None:
+                frame, order = pending
+                if order != self.guard_order:  # the first sample stamped after a clock step back
+                    with self.lock:
+                        self.pipeline.guard.restart_order()
+                    self.guard_order = order
             if frame is not None:
                 next_solve = time.monotonic() + self.solve_interval
                 self.retarget(frame)

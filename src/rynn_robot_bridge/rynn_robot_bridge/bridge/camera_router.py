@@ -13,7 +13,10 @@ to tell which robot produced a frame. So the router
   format, whose step or data length cannot hold that format, whose stamp lies
   beyond ``max_future_s`` ahead of the receiver's clock (such a frame never
   becomes the high-water mark, so one bad stamp cannot block the stream), and
-  frames whose stamp does not advance (a repeated or reordered frame).
+  frames whose stamp does not advance (a repeated or reordered frame). When the wall clock
+  (the stamps' time base) steps back, the order starts afresh: frames stamped after the step
+  would otherwise all look older than the last one before it, and the stream would latch for
+  as long as the step (rynn_common.clock_steps).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
+from rynn_common.clock_steps import ClockStepDetector
 from rynn_robot_bridge.bridge.mode import Mode
 from rynn_robot_bridge.image_layout import ImageHeader, image_layout_problem
 
@@ -68,6 +72,7 @@ class CameraRouter:
         self._active_since = now
         self._last_frame_time: dict[Mode, float] = {}
         self._last_stamp_ns: dict[Mode, int] = {}
+        self.clock_steps = ClockStepDetector()  # ``clock_steps.steps``: wall-clock steps seen
 
     @property
     def active(self) -> Mode:
@@ -84,6 +89,8 @@ class CameraRouter:
     def offer_image(self, source: Mode, image: ImageHeader, now: float, clock_ns: int, publish: Callable[[], None]) -> Routed:
         """Publish (by calling ``publish``) a frame of ``source`` if it is active and well-formed."""
         with self._lock:
+            if self.clock_steps.step(clock_ns * 1e-9, now) < 0.0:
+                self._last_stamp_ns.clear()  # the wall clock went back: its new stamps are not reordered frames
             if source != self._active:
                 return Routed.INACTIVE_SOURCE
             if frame_format(image) != self.canonical:

@@ -44,6 +44,7 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import String
 
 from rynn_common.action_layout import joint_names
+from rynn_common.clock_steps import create_steady_timer
 from rynn_common.config_paths import find_config
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
@@ -114,7 +115,7 @@ class BridgeNode(Node):
                                      raw=True)
         self.create_subscription(RobotAction, ACTION_TOPIC, self._on_action, LATEST_ONLY_QOS)
         self.create_service(SetMode, SET_MODE_SERVICE, self._on_set_mode)
-        self.create_timer(1.0 / settings.status_rate_hz, self._publish_status)
+        create_steady_timer(self, 1.0 / settings.status_rate_hz, self._publish_status)
 
         self.link = LcmRobotLink(with_receive_buffer(lcm_settings.url, settings.lcm_receive_buffer_bytes),
                                  lcm_settings.command_channel, lcm_settings.state_channel, self._on_robot_state)

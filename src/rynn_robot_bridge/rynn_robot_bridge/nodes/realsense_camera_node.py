@@ -23,6 +23,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 
+from rynn_common.clock_steps import create_steady_timer
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
@@ -78,7 +79,7 @@ class RealSenseCameraNode(Node):
         self.info_pub = self.create_publisher(CameraInfo, f"{prefix}/camera_info", CAMERA_DRIVER_QOS)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, LIVE_QOS)
         self.stats = PipelineStats()  # outputs = frames published; drops: read timeouts; fault: device errors
-        self.create_timer(1.0, self._publish_diagnostics)
+        create_steady_timer(self, 1.0, self._publish_diagnostics)
         self._stop = threading.Event()
         self._reader = threading.Thread(target=self._read_loop, name="realsense_reader", daemon=True)
         self._reader.start()

@@ -11,6 +11,8 @@ joint states (NaN/inf, length mismatch) and unknown joint names are counted on `
 
 from __future__ import annotations
 
+import time
+
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from rclpy.serialization import deserialize_message
@@ -18,6 +20,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
+from rynn_common.clock_steps import create_steady_timer
 from rynn_common.description import resolve_urdf_path
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
@@ -60,13 +63,13 @@ class RobotStatePublisherNode(Node):
         self.static_pub.publish(stamped_transforms(static, self.get_clock().now().to_msg(), self.prefix))
         # Raw: a joint state between two due /tf updates (80 of 100 a second) is dropped undeserialised.
         self.create_subscription(JointState, JOINT_STATES_TOPIC, self._on_joint_states, LIVE_QOS, raw=True)
-        self.create_timer(1.0, self._publish_diagnostics)
+        create_steady_timer(self, 1.0, self._publish_diagnostics)
         self.get_logger().info(
             f"robot state publisher up: {urdf_path.name}, {len(static)} fixed and {len(self.core.moving_joints)} "
             f"moving joints from {self.core.root_link}, /tf at <= {frequency:g} Hz")
 
     def _on_joint_states(self, raw: bytes) -> None:
-        now_ns = self.get_clock().now().nanoseconds
+        now_ns = time.monotonic_ns()  # an interval: the wall clock may step (rynn_common.clock_steps)
         if self._next_publish_ns is not None and now_ns < self._next_publish_ns:
             return
         msg = deserialize_message(raw, JointState)

@@ -36,6 +36,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
 
+from rynn_common.clock_steps import create_steady_timer
 from rynn_common.description import resolve_urdf_path
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
@@ -143,7 +144,7 @@ class OperatorConsoleNode(Node):
         self.watching_since = 0.0
         self.viewer: Node | None = None
         self.viewer_executor = None
-        self.create_timer(BROWSER_CHECK_S, self._follow_browsers)
+        create_steady_timer(self, BROWSER_CHECK_S, self._follow_browsers)
         self._next_text = self._next_scene = 0.0
 
         actions = ConsoleActions(self._request_mode, self._request_recorder, self._request_calibration,
@@ -443,7 +444,7 @@ def make_viewer(console: OperatorConsoleNode) -> Node:
     subscribe(TFMessage, TF_TOPIC, console._on_tf, REPORTS_QOS)
     subscribe(TeleopStatus, STATUS_TOPIC, console._on_status, REPORTS_QOS)
     subscribe(DiagnosticArray, DIAGNOSTICS_TOPIC, console._on_diagnostics, REPORTS_QOS)
-    viewer.create_timer(console.camera_pacer.period, console._refresh)
+    create_steady_timer(viewer, console.camera_pacer.period, console._refresh)
     return viewer
 
 

@@ -27,6 +27,7 @@ parameter of the same name; an explicit parameter wins over the file (rynn_commo
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import cv2
@@ -38,6 +39,7 @@ from rynn_teleop_msgs.msg import BimanualSkeleton, TeleopStatus
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import String
 
+from rynn_common.clock_steps import create_steady_timer
 from rynn_common.config_paths import find_config
 from rynn_common.description import D435I_COLOR
 from rynn_common.node_runner import run_node
@@ -85,7 +87,8 @@ class WorldModelNode(Node):
         )
         self.session = LiveWorldSession(model, self.stats, session_settings, clock=self._now, convert_real_frame=image_to_rgb,
                                         file_reference=self._read_reference(settings.reference_image), warn=self._warn,
-                                        on_control=self.publish_control if self.control_pub else None)
+                                        on_control=self.publish_control if self.control_pub else None,
+                                        monotonic=time.monotonic)  # notices steps of the ROS (wall) clock
 
         self.image_pub = self.create_publisher(Image, settings.image_topic, DIGITAL_CAMERA_QOS)
         self.info_pub = self.create_publisher(CameraInfo, settings.camera_info_topic, RECORDED_CAMERA_QOS)
@@ -94,7 +97,7 @@ class WorldModelNode(Node):
         self.create_subscription(BimanualSkeleton, settings.skeleton_topic, self.on_skeleton, LIVE_QOS)
         self.create_subscription(Image, settings.real_image_topic, self.session.offer_real_frame, LATEST_ONLY_QOS)
         self.create_subscription(String, settings.mode_topic, self.on_mode, LATCHED_QOS)
-        self.create_timer(1.0 / settings.status_rate_hz, self.publish_status)
+        create_steady_timer(self, 1.0 / settings.status_rate_hz, self.publish_status)
 
         self._running = True
         self._threads = [
