@@ -72,7 +72,8 @@ def test_episode_bag_holds_latched_mode_counts_and_setup(recorder, tmp_path):
         "digital", "stack cups", "op-3", "digital,real")
     assert custom["robot_description_sha256"] == file_sha256(default_urdf_path())
     assert custom["world_model_checkpoint_sha256"] == checkpoint_sha256(tmp_path / "checkpoint") != "none"
-    assert json.loads(custom["topic_counts"])["/rynn/action"] == {"received": 10, "written": 10, "failed": 0, "lost": 0}
+    assert json.loads(custom["topic_counts"])["/rynn/action"] == {"received": 10, "written": 10, "failed": 0, "lost": 0,
+                                                                "dropped": 0}
     assert json.loads((bag / SIDECAR_NAME).read_text()) == summary
     assert recorder.totals.idle == 2 and recorder.totals.topics["/rynn/action"].written == 10
 
@@ -110,7 +111,7 @@ def test_a_failed_write_is_counted_not_silent(recorder):
     with pytest.raises(KeyError):  # no such message type
         recorder.offer("/bogus", "no_pkg/msg/Nothing", b"\x00\x01\x00\x00", 10)
     summary = recorder.stop()
-    assert summary["topics"]["/bogus"] == {"received": 1, "written": 0, "failed": 1, "lost": 0}
+    assert summary["topics"]["/bogus"] == {"received": 1, "written": 0, "failed": 1, "lost": 0, "dropped": 0}
     assert recorder.totals.topics["/bogus"].failed == 1
 
 
@@ -121,6 +122,7 @@ def test_recover_rebuilds_a_torn_bag_up_to_its_last_flush(recorder, tmp_path):
     recorder.flush_if_due(recorder.settings.flush_period_s + 1.0)
     for i in range(20, 25):  # still in the writer's memory when the process dies
         recorder.offer("/rynn/action", ACTION, serialized_action(recorder, 0.01 * i, i), 10 + i)
+    assert recorder.drain(30.0)
     crashed = tmp_path / "out" / "episode_0042"
     shutil.copytree(tmp_path / "out" / name, crashed)  # the files exactly as a SIGKILL would leave them
     mcap = crashed / f"{name}.mcap"

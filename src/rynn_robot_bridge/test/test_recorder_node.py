@@ -197,7 +197,7 @@ def test_episodes_over_dds_record_every_message_with_their_metadata(tmp_path, st
     assert custom["world_model_checkpoint_sha256"] == checkpoint_sha256(checkpoint)
     assert int(custom["start_time_ns"]) > 0 and custom["start_time_utc"].startswith("20")
     for topic in feeder.pubs:
-        assert summary["topics"][topic] == {"received": SENT, "written": SENT, "failed": 0, "lost": 0}
+        assert summary["topics"][topic] == {"received": SENT, "written": SENT, "failed": 0, "lost": 0, "dropped": 0}
     assert json.loads((episode / SIDECAR_NAME).read_text())["state"] == "complete"
     assert repo_conftest.wait_until(
         lambda: any(s.source == "rynn_recorder" and s.outputs >= 5 * SENT + 1 and s.dropped_inputs == 0

@@ -9,8 +9,12 @@ parameter (rynn_common.node_settings: an explicit parameter wins over the file).
 
 Subscriptions are raw (the CDR bytes go into the bag untouched), RELIABLE, and
 TRANSIENT_LOCAL for latched topics such as ``/rynn/mode``. Per topic the node
-counts received, written, failed and transport-lost messages and reports them on
-``/rynn/status`` and ``/diagnostics`` and in each episode's metadata. Episodes a
+counts received, written, failed, dropped (write queue full: a slow disk) and
+transport-lost messages and reports them on ``/rynn/status`` and ``/diagnostics`` and
+in each episode's metadata. Callbacks only queue; the core's writer thread writes, so a
+stalled disk never stalls the subscriptions, and the services answer within
+``service_wait_s``. A full volume stops the episode cleanly (``disk_full`` fault on
+``/rynn/status`` and ``/diagnostics`` until an episode starts again). Episodes a
 crashed recorder left without metadata.yaml are recovered at start-up.
 """
 
@@ -28,6 +32,7 @@ from rclpy.qos import QoSProfile
 from rynn_teleop_msgs.msg import TeleopStatus
 from std_srvs.srv import Trigger
 
+from rynn_common.clock_steps import create_steady_timer
 from rynn_common.config_paths import find_config
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
@@ -58,9 +63,11 @@ class RecorderNode(Node):
     def __init__(self):
         super().__init__(NODE_NAME)
         settings = declare_settings(self, RecorderSettings, find_config("rynn_robot_bridge", "recorder.yaml"))
-        self.recorder = EpisodeRecorder(settings)
+        self.recorder = EpisodeRecorder(settings)  # thread-safe; writes on its own thread
+        self.service_wait_s = settings.service_wait_s
         self.stats = PipelineStats()
-        self._lock = threading.Lock()  # services, timers and callbacks share the recorder
+        self._lock = threading.Lock()  # the stats and the offered QoS (the recorder core locks itself)
+        self._fault_logged: str | None = None
         for episode in find_incomplete(self.recorder.output_dir):
             summary = recover_episode(episode)
             self.get_logger().warning(f"recovered {episode.name} left by a crashed recorder: "
@@ -83,8 +90,8 @@ class RecorderNode(Node):
         self.create_service(Trigger, RECORDER_SERVICES["discard"], self._on_discard)
         self.status_pub = self.create_publisher(TeleopStatus, STATUS_TOPIC, STATUS_QOS)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, LIVE_QOS)
-        self.create_timer(1.0 / settings.status_rate_hz, self._publish_status)
-        self.create_timer(min(0.25, settings.flush_period_s / 2), self._flush_if_due)
+        create_steady_timer(self, 1.0 / settings.status_rate_hz, self._publish_status)
+        create_steady_timer(self, min(0.25, settings.flush_period_s / 2), self._flush_if_due)
         self.get_logger().info(f"recorder up: {len(settings.topics)} topics -> {self.recorder.output_dir}")
 
     # --- messages ---------------------------------------------------------------------------
@@ -92,17 +99,19 @@ class RecorderNode(Node):
     def _on_message(self, topic: str, msgtype: str, raw: bytes) -> None:
         stamp_ns = self.get_clock().now().nanoseconds
         started = time.perf_counter()
-        with self._lock:
-            if not self.recorder.offered_qos.get(topic):
+        if not self.recorder.offered_qos.get(topic):
+            with self._lock:
                 self._learn_offered_qos(topic)
-            try:
-                self.recorder.offer(topic, msgtype, raw, stamp_ns)
-            except Exception as exc:  # counted as failed by the recorder; the node keeps recording
+        try:
+            self.recorder.offer(topic, msgtype, raw, stamp_ns)  # queued: the core's writer thread writes it
+        except Exception as exc:  # counted as failed by the recorder; the node keeps recording
+            with self._lock:
                 self.stats.set_fault(f"write {topic}", f"writing {topic} failed: {exc}")
-                self.get_logger().error(f"writing {topic} failed: {exc}", throttle_duration_sec=5.0)
-                return
-            if self.recorder.recording:
-                self.stats.record("bag_write", time.perf_counter() - started)
+            self.get_logger().error(f"writing {topic} failed: {exc}", throttle_duration_sec=5.0)
+            return
+        if self.recorder.recording:
+            with self._lock:
+                self.stats.record("bag_queue", time.perf_counter() - started)
 
     def _learn_offered_qos(self, topic: str) -> None:
         """What the topic's publishers offer, as ``ros2 bag record`` stores it (asked once a sample arrived)."""
@@ -111,9 +120,7 @@ class RecorderNode(Node):
         ]
 
     def _lost(self, topic: str, count: int) -> None:
-        with self._lock:
-            counted = self.recorder.note_lost(topic, count)
-        if counted:
+        if self.recorder.note_lost(topic, count):
             self.get_logger().warning(f"{count} message(s) on {topic} lost in transport")
 
     def _incompatible(self, topic: str, event) -> None:
@@ -122,43 +129,40 @@ class RecorderNode(Node):
             self.stats.set_fault(f"qos {topic}", f"a publisher on {topic} offers incompatible QoS ({policy}); not recorded")
 
     def _flush_if_due(self) -> None:
-        with self._lock:
-            self.recorder.flush_if_due(time.monotonic())
+        self.recorder.flush_if_due(time.monotonic())  # queued for the writer thread
 
     # --- services ---------------------------------------------------------------------------
 
     def _on_start(self, _request, response: Trigger.Response) -> Trigger.Response:
         task = self.get_parameter("task").value
         operator_id = self.get_parameter("operator_id").value
-        with self._lock:
-            try:
-                name = self.recorder.start(task, operator_id, self.get_clock().now().nanoseconds, time.monotonic())
-            except (RecorderError, OSError, ValueError) as exc:
-                response.success, response.message = False, str(exc)
-                return response
-            path, mode = self.recorder.episode.path, self.recorder.mode
+        try:
+            name = self.recorder.start(task, operator_id, self.get_clock().now().nanoseconds, time.monotonic(),
+                                       timeout=self.service_wait_s)
+        except (RecorderError, OSError, ValueError) as exc:
+            response.success, response.message = False, str(exc)
+            return response
+        path, mode = self.recorder.output_dir / name, self.recorder.mode
         response.success, response.message = True, str(path)
         self.get_logger().info(f"recording {name} (task={task!r}, operator={operator_id!r}, mode={mode})")
         return response
 
     def _on_stop(self, _request, response: Trigger.Response) -> Trigger.Response:
-        with self._lock:
-            try:
-                summary = self.recorder.stop()
-            except RecorderError as exc:
-                response.success, response.message = False, str(exc)
-                return response
+        try:
+            summary = self.recorder.stop(timeout=self.service_wait_s)
+        except RecorderError as exc:
+            response.success, response.message = False, str(exc)
+            return response
         response.success, response.message = True, json.dumps(summary, sort_keys=True)
         self.get_logger().info(f"stopped {summary['episode']}: {summary['messages_written']} messages written")
         return response
 
     def _on_discard(self, _request, response: Trigger.Response) -> Trigger.Response:
-        with self._lock:
-            try:
-                name = self.recorder.discard()
-            except (RecorderError, OSError) as exc:
-                response.success, response.message = False, str(exc)
-                return response
+        try:
+            name = self.recorder.discard(timeout=self.service_wait_s)
+        except (RecorderError, OSError) as exc:
+            response.success, response.message = False, str(exc)
+            return response
         response.success, response.message = True, f"discarded {name}"
         self.get_logger().info(f"discarded {name}")
         return response
@@ -167,20 +171,29 @@ class RecorderNode(Node):
 
     def _publish_status(self) -> None:
         stamp = self.get_clock().now().to_msg()
+        now = self.recorder.snapshot()
+        if now.fault and now.fault != self._fault_logged:
+            self.get_logger().error(now.fault)
+        self._fault_logged = now.fault
         with self._lock:
-            totals = self.recorder.totals
-            self.stats.set_totals(outputs=sum(c.written for c in totals.topics.values()),
-                                  dropped={f"{topic} lost": c.lost for topic, c in totals.topics.items()},
-                                  rejected={f"{topic} write_failed": c.failed for topic, c in totals.topics.items()})
+            if now.fault:
+                self.stats.set_fault("disk_full", now.fault)
+            else:
+                self.stats.clear_fault("disk_full")
+            dropped = {f"{topic} lost": c.lost for topic, c in now.totals.items()}
+            dropped.update({f"{topic} queue_full": c.dropped for topic, c in now.totals.items()})
+            self.stats.set_totals(outputs=sum(c.written for c in now.totals.values()), dropped=dropped,
+                                  rejected={f"{topic} write_failed": c.failed for topic, c in now.totals.items()})
             status = make_teleop_status(self.stats, NODE_NAME, TeleopStatus.MODE_UNKNOWN, stamp)
             diagnostics = make_diagnostics(self.stats, NODE_NAME, str(self.recorder.output_dir), stamp)
-            episode = self.recorder.episode
-            values = [KeyValue(key="recording", value=episode.path.name if episode else ""),
-                      KeyValue(key="mode", value=self.recorder.mode),
-                      KeyValue(key="idle_messages", value=str(totals.idle))]
-            for topic, counts in sorted((episode.counts if episode else {}).items()):
+            values = [KeyValue(key="recording", value=now.episode),
+                      KeyValue(key="mode", value=now.mode),
+                      KeyValue(key="idle_messages", value=str(now.idle)),
+                      KeyValue(key="queued_messages", value=str(now.queued_messages)),
+                      KeyValue(key="queued_bytes", value=str(now.queued_bytes))]
+            for topic, counts in sorted(now.episode_counts.items()):
                 values += [KeyValue(key=f"episode{topic}.{k}", value=str(v)) for k, v in counts.as_dict().items()]
-            for topic, counts in sorted(totals.topics.items()):
+            for topic, counts in sorted(now.totals.items()):
                 values += [KeyValue(key=f"total{topic}.{k}", value=str(v)) for k, v in counts.as_dict().items()]
         diagnostics.status[0].values.extend(values)
         self.status_pub.publish(status)
@@ -188,8 +201,7 @@ class RecorderNode(Node):
 
     def destroy_node(self):
         """Ctrl-C / SIGTERM finish the recording episode (metadata.yaml written) first."""
-        with self._lock:
-            self.recorder.close()
+        self.recorder.close()
         super().destroy_node()
 
 

@@ -17,11 +17,14 @@ import os
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
+from typing import BinaryIO, Callable
 
 import yaml
 from mcap.writer import CompressionType
 from mcap.writer import Writer as McapWriter
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+from rynn_robot_bridge.recording.disk_space import GuardedFile, SpaceReserve, open_file
 
 ROS_DISTRO = "jazzy"
 BAG_FORMAT_VERSION = 9
@@ -153,19 +156,25 @@ class Rosbag2McapWriter:
     the file (a crash after it loses nothing before it); ``abort`` leaves the MCAP file unfinished.
     """
 
-    def __init__(self, path: Path, typestore):
+    def __init__(self, path: Path, typestore, reserve: SpaceReserve | None = None,
+                 opener: Callable[[Path], BinaryIO] = open_file):
+        """``reserve``: space the file may use once its volume is full (rynn_robot_bridge.recording.disk_space);
+        ``opener`` makes the file (tests pass a slow or failing one)."""
         self.path = Path(path)
-        try:
-            self.path.mkdir(parents=True)
-        except FileExistsError:
-            raise FileExistsError(f"bag directory {self.path} exists already; not overwriting it") from None
+        if reserve is None:
+            try:
+                self.path.mkdir(parents=True)
+            except FileExistsError:
+                raise FileExistsError(f"bag directory {self.path} exists already; not overwriting it") from None
+        elif any(p.name != reserve.path.name for p in self.path.iterdir()):  # made by its episode, with the reserve
+            raise FileExistsError(f"bag directory {self.path} holds files already; not overwriting it")
         self.mcap_path = self.path / f"{self.path.name}.mcap"
         self.store = typestore
         self.topics: dict[str, BagTopic] = {}
         self.custom_data: dict[str, str] = {}
         self._schemas: dict[str, int] = {}
         self._span = _Span()
-        self._stream = self.mcap_path.open("xb")
+        self._stream = GuardedFile(self.mcap_path, reserve, opener)
         self._mcap = McapWriter(self._stream, compression=CompressionType.NONE)
         self._mcap.start(profile="ros2", library=f"rynn_teleop rosbag2 writer (mcap {version('mcap')})")
 
@@ -204,6 +213,11 @@ class Rosbag2McapWriter:
 
     def flush(self) -> None:
         self._mcap.flush()
+
+    @property
+    def disk_full(self) -> bool:
+        """A write found the volume full (it then went to the reserve, or failed)."""
+        return self._stream.disk_full
 
     def metadata(self) -> dict:
         """``rosbag2_bagfile_information`` as rosbag2 Jazzy writes it (format version 9)."""

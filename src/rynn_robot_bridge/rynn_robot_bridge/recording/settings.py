@@ -50,6 +50,17 @@ class RecorderSettings:
     mode_topic: str = MODE_TOPIC
     topics: list[str] = field(default_factory=lambda: list(DEFAULT_TOPICS))
     latched_topics: list[str] = field(default_factory=lambda: list(DEFAULT_LATCHED_TOPICS))
+    # Space each episode claims on its volume before it records: what closing its bag needs once the volume is
+    # full (the summary grows ~100 bytes per chunk, a chunk at most ~1 s or 1 MiB and one message).
+    disk_reserve_mb: float = 16.0
+    # The write queue between the subscriptions and the writer thread: a stalled disk fills it, and messages
+    # that find it full are dropped and counted instead of stalling the subscriptions (~9 s of 640x480 at 16 FPS).
+    queue_max_mb: float = 128.0
+    queue_max_messages: int = 20000
+    stop_timeout_s: float = 20.0  # at shutdown, how long the recording episode's queued messages may take
+    # A start/stop/discard service answers within this (the node's one executor thread serves the subscriptions
+    # too): on a disk that does not take writes it answers "busy"; a stop or discard still happens after.
+    service_wait_s: float = 1.0
 
 
 def parse_topic(entry: str) -> tuple[str, str]:
