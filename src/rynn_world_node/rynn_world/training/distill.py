@@ -22,6 +22,7 @@ from ..model.configs import get_config
 from .causal import causal_flow_matching_loss, student_rollout
 from .config import DistillConfig, run_from_command_line
 from .datasets import build_latent_dataset, sample_batch
+from .distributed import check_launch
 from .ema import EMA
 from .export import load_or_build_transformer, load_vae, save_world_model
 from .loop import TrainingLoop, adamw, average_gradients, lr_schedule, make_accelerator, step_generator
@@ -32,6 +33,7 @@ from .losses import dmd_generator_loss, flow_matching_loss, observe_control_stat
 def distill(cfg: DistillConfig, resume: str | None = "latest") -> Path:
     accelerator = make_accelerator(cfg.run)
     model_config = get_config(cfg.model)
+    check_launch(accelerator, model_config, "distill", cfg.run.mixed_precision)  # a bad FSDP launch fails here, not at prepare
     device = accelerator.device
     vae = load_vae(model_config, cfg.teacher_checkpoint, device=device)
     with accelerator.main_process_first():

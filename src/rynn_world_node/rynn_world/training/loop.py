@@ -16,6 +16,7 @@ from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from .config import OptimConfig, RunConfig
+from .distributed import rank_digests
 from .plots import plot_losses
 from .state import checkpoint_dir, latest_checkpoint, load_training_state, save_training_state
 
@@ -91,11 +92,13 @@ class TrainingLoop:
 
     def save(self) -> Path | None:
         self.accelerator.wait_for_everyone()
+        modules = {n: self.accelerator.unwrap_model(m) for n, m in self.modules.items()}
+        digests = rank_digests(self.accelerator, modules)  # a collective: every rank, before the main one saves
         if not self.accelerator.is_main_process:
             return None
-        modules = {n: self.accelerator.unwrap_model(m) for n, m in self.modules.items()}
         return save_training_state(checkpoint_dir(self.output_dir, self.step), self.step, modules, self.optimizers,
-                                   self.schedulers, self.emas, self.history)
+                                   self.schedulers, self.emas, self.history,
+                                   extra=None if digests is None else {"rank_weight_digests": digests})
 
     def run(self, total_steps: int, step_fn: Callable[[int], dict[str, float]]) -> dict[str, list[tuple[int, float]]]:
         run = self.run_config

@@ -58,16 +58,17 @@ def _restore_optimizer(name: str, optimizer: torch.optim.Optimizer, tensors: dic
 
 
 def save_training_state(directory: Path, step: int, modules: dict, optimizers: dict, schedulers: dict,
-                        emas: dict, history: dict) -> Path:
-    """Write to `<dir>.partial` then rename, so a crash never leaves a checkpoint that looks complete."""
+                        emas: dict, history: dict, extra: dict | None = None) -> Path:
+    """Write to `<dir>.partial` then rename, so a crash never leaves a checkpoint that looks complete.
+    extra: more JSON-serialisable entries for trainer.json (the ranks' weight digests of a data-parallel run)."""
     directory = Path(directory)
     with directory_in_progress(directory) as partial:
-        _write_training_state(partial, step, modules, optimizers, schedulers, emas, history)
+        _write_training_state(partial, step, modules, optimizers, schedulers, emas, history, extra)
     return directory
 
 
 def _write_training_state(partial: Path, step: int, modules: dict, optimizers: dict, schedulers: dict,
-                          emas: dict, history: dict) -> None:
+                          emas: dict, history: dict, extra: dict | None = None) -> None:
     save_file({f"{m}.{k}": v.detach().cpu().contiguous() for m, module in modules.items()
                for k, v in module.state_dict().items()}, str(partial / "modules.safetensors"))
     optimizer_tensors, optimizer_structure = {}, {}
@@ -91,6 +92,7 @@ def _write_training_state(partial: Path, step: int, modules: dict, optimizers: d
         "numpy_rng": [numpy_state[0], int(numpy_state[2]), int(numpy_state[3]), float(numpy_state[4])],
         "python_rng": [python_state[0], list(python_state[1]), python_state[2]],
         "history": history,
+        **(extra or {}),
     }
     (partial / "trainer.json").write_text(json.dumps(trainer))
 

@@ -17,6 +17,7 @@ import torch
 from ..model.configs import get_config
 from .config import TrainConfig, run_from_command_line
 from .datasets import build_latent_dataset, check_prompts_cover_tasks, sample_batch
+from .distributed import check_launch
 from .ema import EMA
 from .export import load_or_build_transformer, load_vae, read_prompt_embeddings, save_world_model
 from .loop import TrainingLoop, adamw, lr_schedule, make_accelerator, step_generator
@@ -70,7 +71,9 @@ def train(cfg: TrainConfig, resume: str | None = "latest") -> Path:
     action = uses_action(cfg)
     accelerator = make_accelerator(cfg.run)
     model_config = get_config(cfg.model)
+    check_launch(accelerator, model_config, "train", cfg.run.mixed_precision)  # a bad FSDP launch fails here, not at prepare
     device = accelerator.device
+    torch.manual_seed(cfg.run.seed)  # a VAE built fresh (no checkpoint) is then the same in a run and in its resume
     vae = load_vae(model_config, cfg.vae_checkpoint or cfg.init_checkpoint, device=device)
     with accelerator.main_process_first():
         dataset = build_latent_dataset(cfg.data, model_config, vae, Path(cfg.run.output_dir))
