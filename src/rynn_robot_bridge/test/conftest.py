@@ -27,3 +27,18 @@ def lcm_url() -> str:
 def repo_conftest(request):
     """The repository conftest module (``wait_until``, ``read_log``): this file shadows its module name."""
     return request.config.pluginmanager.get_plugin(str(REPO_ROOT / "conftest.py"))
+
+
+@pytest.fixture
+def small_volume(tmp_path):
+    """A 24 MiB tmpfs to fill (mounting needs root; elsewhere the test is skipped, saying why)."""
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(volume)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield volume
+    finally:
+        subprocess.run(["umount", "-l", str(volume)], check=False)

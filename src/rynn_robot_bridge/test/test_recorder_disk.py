@@ -5,7 +5,6 @@ stalled disk never blocks ``offer``: the queue stays bounded and its drops are c
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -22,22 +21,6 @@ from rynn_robot_bridge.recording.settings import RecorderSettings
 IMAGE = "sensor_msgs/msg/Image"
 ACTION = "rynn_teleop_msgs/msg/RobotAction"
 TOPIC = "/camera/camera/color/image_raw"
-VOLUME_MB = 24
-
-
-@pytest.fixture
-def small_volume(tmp_path):
-    """A 24 MiB tmpfs (root only; where mounting is not allowed the test is skipped, saying why)."""
-    volume = tmp_path / "volume"
-    volume.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={VOLUME_MB}m", "tmpfs", str(volume)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
-        yield volume
-    finally:
-        subprocess.run(["umount", "-l", str(volume)], check=False)
 
 
 def image_bytes(recorder: EpisodeRecorder, sequence: int, width: int = 320, height: int = 240) -> bytes:

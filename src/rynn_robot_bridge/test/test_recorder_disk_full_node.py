@@ -10,7 +10,6 @@ and the fault clears. Before: the write error was raised from the subscription, 
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -26,19 +25,6 @@ pytestmark = pytest.mark.ros
 IMAGE_TOPIC = "/camera/camera/color/image_raw"
 TIMEOUT = 60.0
 MIB = 1 << 20
-
-
-@pytest.fixture
-def small_volume(tmp_path):
-    volume = tmp_path / "volume"
-    volume.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(volume)], capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
-        yield volume
-    finally:
-        subprocess.run(["umount", "-l", str(volume)], check=False)
 
 
 def image_stamps(bag: Path) -> tuple[list[int], list[int]]:

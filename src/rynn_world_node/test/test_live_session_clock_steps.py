@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
+from test_live_session import one_torch_thread  # noqa: F401  (autouse: one intra-op thread)
 
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_world.live_session import LiveWorldSession, SessionSettings
@@ -28,14 +28,6 @@ class Clocks:
 
     def wall(self) -> float:
         return self.monotonic_s + self.offset
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def hands(t: float) -> np.ndarray:
