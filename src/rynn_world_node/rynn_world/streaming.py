@@ -5,6 +5,12 @@ Video frame 0 is the reference image (latent frame 0, paired with a black = "no 
 Every later latent frame covers `temporal_compression` (4) video frames, so one step() consumes
 4 * block_frames skeleton frames taken from the resampled clock and returns 4 * block_frames RGB
 frames. Skeleton samples may arrive at any rate; the newest one at or before each tick is used.
+
+Streams in a batch. ``batch_size`` B > 1 runs B independent streams in lockstep through the same
+step (one batched encode, DiT block and decode): they share the frame clock and the re-anchor
+schedule, and every per-frame input and output gains a leading stream axis (``reset`` and
+``push_skeleton`` take B items, ``step`` returns (B, n, H, W, 3)). The offline data engine
+(rynn_world.engine) uses it; the live node runs B = 1, whose inputs and outputs have no stream axis.
 """
 
 import time
@@ -62,6 +68,7 @@ class StreamingWorldModel:
         tiny_decoder: TinyVideoDecoder | None = None,
         control_encoder: TinyControlEncoder | None = None,
         static_camera: bool = True,
+        batch_size: int = 1,
     ):
         """Random weights are used when no transformer / vae is given (tests, benchmarks).
 
@@ -72,7 +79,11 @@ class StreamingWorldModel:
         control_encoder: encode the control frames (skeleton renders) with this distilled encoder instead
         of the VAE's (model.tiny_encoder); the VAE still encodes the reference image.
         static_camera: the camera does not move, so frames are composited on the reference
-        (rynn_world.compositing) when the config sets a compositing radius; False for a moving camera."""
+        (rynn_world.compositing) when the config sets a compositing radius; False for a moving camera.
+        batch_size: independent streams stepped together (module docstring); 1 for the live node."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.batch_size = int(batch_size)
         self.config = config
         self.device = torch.device(device) if device is not None else torch.device("cpu")
         self.dtype = dtype
@@ -92,17 +103,19 @@ class StreamingWorldModel:
             block_frames=config.block_frames,
             window_blocks=config.window_blocks,
             sigmas=fm.student_sigmas(config.denoising_list, config.shift),
+            batch_size=self.batch_size,
             generator=self.generator,
         )
         self.encoder = (StreamingVAEEncoder(self.vae) if control_encoder is None
                         else StreamingTinyControlEncoder(place(control_encoder, self.device, dtype).eval()))
         self.decoder = (StreamingVAEDecoder(self.vae) if tiny_decoder is None
                         else StreamingTinyDecoder(place(tiny_decoder, self.device, dtype).eval()))
-        self.compositor = compositor_for(config, static_camera)
+        self.compositors = [compositor_for(config, static_camera) for _ in range(self.batch_size)]  # one per stream
+        self.compositor = self.compositors[0]
         self.resampler = FrameClockResampler(config.fps)
         self.timings = StageTimings()
         self._null_skeleton = np.zeros((config.height, config.width, 3), dtype=np.uint8)
-        self._last_frame: np.ndarray | None = None
+        self._last_frame: np.ndarray | None = None  # (B, H, W, 3)
         self._chunk_frames = 0
         self._ready = False
         self.last_stamps: list[float] = []
@@ -118,25 +131,32 @@ class StreamingWorldModel:
 
         keep_clock: re-anchor mid-stream; the skeleton clock and queued samples carry on, so
         frame times stay continuous across the anchor.
+        With batch_size B > 1, ``reference_rgb`` holds one image per stream (all streams re-anchor together).
         """
         if reference_rgb is None:
             if self._last_frame is None:
                 raise RuntimeError("no frame to re-anchor on yet: pass a reference image")
-            reference_rgb = self._last_frame
-        image = to_model_rgb(reference_rgb, self.config.height, self.config.width, "reference image")
+            images = self._last_frame
+        else:
+            images = np.stack([to_model_rgb(image, self.config.height, self.config.width, "reference image")
+                               for image in self._per_stream(reference_rgb, "reference images")])
         self.encoder.reset()
         self.decoder.reset()
         if not keep_clock:
             self.resampler.reset()
         with torch.no_grad():
-            ref_latent = StreamingVAEEncoder(self.vae).push(rgb_to_tensor(image[None], self.device, self.dtype))
-            null_control = self.encoder.push(rgb_to_tensor(self._null_skeleton[None], self.device, self.dtype))
-            self.sampler.start(ref_latent, null_control, self.text_embeds)
+            ref_latent = StreamingVAEEncoder(self.vae).push(self._to_tensor(images[:, None]))
+            null_control = self.encoder.push(self._to_tensor(self._null_block(1)))
+            text_embeds = self.text_embeds
+            if text_embeds is not None and text_embeds.shape[0] != self.batch_size:
+                text_embeds = text_embeds.expand(self.batch_size, *text_embeds.shape[1:])
+            self.sampler.start(ref_latent, null_control, text_embeds)
             self.decoder.prime(ref_latent)  # the causal decoder's context: the reference frame
-        if self.compositor is not None:
-            self.compositor.reset(image)
+        for compositor, image in zip(self.compositors, images):
+            if compositor is not None:
+                compositor.reset(image)
         self.timings = StageTimings()
-        self._last_frame = image
+        self._last_frame = images
         self._chunk_frames = 1  # the reference is frame 0 of the chunk
         self._ready = True
 
@@ -159,8 +179,9 @@ class StreamingWorldModel:
 
     @property
     def last_frame(self) -> np.ndarray | None:
-        """The newest frame of the stream (the reference right after a reset), HxWx3 uint8."""
-        return self._last_frame
+        """The newest frame of the stream (the reference right after a reset), HxWx3 uint8
+        ((B, H, W, 3) for a batch of streams)."""
+        return self._public(self._last_frame)
 
     @property
     def newest_skeleton_stamp(self) -> float | None:
@@ -173,25 +194,29 @@ class StreamingWorldModel:
 
     def push_skeleton(self, skeleton, stamp: float | None = None) -> None:
         """Queue one skeleton sample: a ControlSample (what the live node pushes), (2, 21, 3)
-        camera-frame joints (both hands valid, no forearms) or an already rendered HxWx3 image.
+        camera-frame joints (both hands valid, no forearms) or an already rendered HxWx3 image;
+        with batch_size B > 1, one such item per stream (all under one stamp).
 
         stamp: seconds on any monotonic clock; defaults to the arrival time.
         """
         if not self._ready:
             raise RuntimeError("StreamingWorldModel.reset(reference_rgb) must be called before push_skeleton()")
         stamp = time.monotonic() if stamp is None else float(stamp)
+        items = [self._skeleton_item(item) for item in self._per_stream(skeleton, "skeletons")]
+        self.resampler.push((items, stamp), stamp)
+
+    def _skeleton_item(self, skeleton) -> tuple:
         if not isinstance(skeleton, ControlSample) and np.shape(skeleton) == (2, 21, 3):
             skeleton = ControlSample.from_joints(skeleton)
         if isinstance(skeleton, ControlSample):
             if self.renderer is None:
                 raise ValueError("joint input needs camera intrinsics; pass intrinsics= or push rendered images")
-            sample = ("control", skeleton, stamp)
-        else:
-            sample = ("image", to_model_rgb(np.asarray(skeleton), self.config.height, self.config.width, "skeleton image"), stamp)
-        self.resampler.push(sample, stamp)
+            return ("control", skeleton)
+        return ("image", to_model_rgb(np.asarray(skeleton), self.config.height, self.config.width, "skeleton image"))
 
     def step(self) -> np.ndarray:
-        """Generate the next 4 * block_frames video frames, (n, H, W, 3) uint8 RGB.
+        """Generate the next 4 * block_frames video frames, (n, H, W, 3) uint8 RGB ((B, n, H, W, 3)
+        for a batch of streams).
 
         ``last_stamps`` then holds the time each frame represents (its skeleton's clock
         tick, on the stamps' clock), or is empty when no skeleton had arrived (null action);
@@ -206,42 +231,69 @@ class StreamingWorldModel:
             self.reset(keep_clock=True)
         start = time.perf_counter()
         samples = self.resampler.take(self.frames_per_step)
-        skeletons = self._render(samples)
-        self.last_control = skeletons
-        self.last_control_stamps = [] if samples is None else [sample[2] for sample in samples]
+        skeletons = self._render(samples)  # (B, n, H, W, 3)
+        self.last_control = self._public(skeletons)
+        self.last_control_stamps = [] if samples is None else [stamp for _, stamp in samples]
         self.last_stamps = list(self.resampler.last_ticks)
         self.skipped_frames = self.resampler.last_skipped
         t_render = time.perf_counter()
         with torch.no_grad():
-            control = self.encoder.push(rgb_to_tensor(skeletons, self.device, self.dtype))
+            control = self.encoder.push(self._to_tensor(skeletons))
             self._sync()
             t_encode = time.perf_counter()
             latents = self.sampler.next_block(control)
             self._sync()
             t_dit = time.perf_counter()
-            frames = tensor_to_rgb(self.decoder.push(latents))
-        if self.compositor is not None:  # timed as part of the decode stage
-            frames = self.compositor.apply(frames, skeletons)
+            decoded = self.decoder.push(latents)
+            frames = np.stack([tensor_to_rgb(decoded[b : b + 1]) for b in range(self.batch_size)])
+        for b, compositor in enumerate(self.compositors):  # timed as part of the decode stage
+            if compositor is not None:
+                frames[b] = compositor.apply(frames[b], skeletons[b])
         t_end = time.perf_counter()
         for stage, seconds in zip(STAGES, (t_render - start, t_encode - t_render, t_dit - t_encode, t_end - t_dit, t_end - start)):
             self.timings.record(stage, seconds)
-        self.timings.frames += frames.shape[0]
-        self._chunk_frames += frames.shape[0]
-        self._last_frame = frames[-1]
-        return frames
+        self.timings.frames += frames.shape[1]
+        self._chunk_frames += frames.shape[1]
+        self._last_frame = frames[:, -1]
+        return self._public(frames)
 
     # ---- helpers ----------------------------------------------------------------------------
 
     def _render(self, samples) -> np.ndarray:
+        """(B, n, H, W, 3) control frames of the taken samples (the null action when None)."""
         if samples is None:
-            return np.repeat(self._null_skeleton[None], self.frames_per_step, axis=0)
-        frames = np.empty((len(samples), self.config.height, self.config.width, 3), dtype=np.uint8)
-        for i, (kind, sample, _) in enumerate(samples):
-            if kind == "image":
-                frames[i] = sample
-                continue
-            render_control(self.renderer, sample.joints, sample.valid, sample.elbows, out=frames[i])
+            return self._null_block(self.frames_per_step)
+        frames = np.empty((self.batch_size, len(samples), self.config.height, self.config.width, 3), dtype=np.uint8)
+        for i, (items, _) in enumerate(samples):
+            for b, (kind, sample) in enumerate(items):
+                if kind == "image":
+                    frames[b, i] = sample
+                else:
+                    render_control(self.renderer, sample.joints, sample.valid, sample.elbows, out=frames[b, i])
         return frames
+
+    def _null_block(self, frames: int) -> np.ndarray:
+        return np.broadcast_to(self._null_skeleton, (self.batch_size, frames, *self._null_skeleton.shape)).copy()
+
+    def _to_tensor(self, frames: np.ndarray) -> torch.Tensor:
+        """(B, T, H, W, 3) uint8 -> (B, 3, T, H, W) in [-1, 1] (rgb_to_tensor per stream)."""
+        return torch.cat([rgb_to_tensor(stream, self.device, self.dtype) for stream in frames])
+
+    def _per_stream(self, value, name: str) -> list:
+        """The per-stream items of an input: the value itself for one stream, else B items."""
+        if self.batch_size == 1:
+            return [value]
+        try:
+            count = len(value)
+        except TypeError:  # a scalar or a single object
+            count = 0
+        if count != self.batch_size:
+            raise ValueError(f"{name}: expected one per stream ({self.batch_size}), got {count}")
+        return list(value)
+
+    def _public(self, value: np.ndarray | None) -> np.ndarray | None:
+        """A (B, ...) per-stream array as callers see it: without the stream axis for one stream."""
+        return value[0] if value is not None and self.batch_size == 1 else value
 
     def _sync(self) -> None:
         if self.device.type == "cuda":

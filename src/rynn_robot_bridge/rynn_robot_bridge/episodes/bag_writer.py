@@ -69,6 +69,10 @@ class EpisodeBagWriter:
         self._writer.custom_data.update(custom_data)
         self._writer.close()
 
+    def copy_message(self, key: str, raw: bytes, stamp_ns: int) -> None:
+        """A message of the ``key`` topic already serialized (CDR), e.g. read from another episode's bag."""
+        self._writer.write(TOPICS[key][0], stamp_ns, raw)
+
     def _write(self, key: str, msg, stamp_ns: int) -> None:
         self._writer.write_message(TOPICS[key][0], msg, stamp_ns)
 

@@ -61,7 +61,10 @@ def stream_model(model: StreamingWorldModel, reference: np.ndarray, control: np.
 
     anchor_frames: the real frames of an episode whose robot executed these controls (frame k at
     time k / fps); a due re-anchor then resets on the real frame at that instant instead, the
-    paper's protocol. Only a replay of a real episode has such frames, never the live node."""
+    paper's protocol. Only a replay of a real episode has such frames, never the live node.
+
+    A model with batch_size B > 1 takes time-major batches: ``reference`` (B, H, W, 3), ``control`` and
+    ``anchor_frames`` (T, B, H, W, 3); it returns (B, T - 1, H, W, 3) (the data engine's batches)."""
     model.reset(reference)
     frames, generated = [], 0
     for j in range(1, len(control)):
@@ -71,6 +74,8 @@ def stream_model(model: StreamingWorldModel, reference: np.ndarray, control: np.
                 model.reset(anchor_frames[generated], keep_clock=True)
             frames.append(model.step())
             generated += len(frames[-1])
+    if model.batch_size > 1:
+        return np.concatenate(frames, axis=1)[:, : len(control) - 1]
     return np.concatenate(frames)[: len(control) - 1]
 
 

@@ -37,6 +37,7 @@ def load_streaming_model(
     decoder: str = "vae",
     encoder: str = "vae",
     static_camera: bool = True,
+    batch_size: int = 1,
 ) -> tuple[StreamingWorldModel, str]:
     """(model, description). A checkpoint directory holds ``transformer/`` and ``vae/`` in
     diffusers layout (and optionally ``tiny_decoder/`` and ``tiny_control_encoder/``); a missing or
@@ -49,7 +50,8 @@ def load_streaming_model(
     encoder: the same choice for the control frames' encoder ("tiny": the checkpoint's distilled
     tiny_control_encoder/); the VAE always encodes the reference image.
     static_camera: composite the frames on the reference (rynn_world.compositing) where the config sets a
-    radius; False for a camera that moves."""
+    radius; False for a camera that moves.
+    batch_size: independent streams stepped together (StreamingWorldModel; the data engine's batches)."""
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     if vae_kernels == "auto":
         vae_kernels = "onednn" if device == "cpu" else "reference"
@@ -58,7 +60,7 @@ def load_streaming_model(
     tiny_encoder = _choose("encoder", encoder, TINY_ENCODER_DIR, path, device)
     if path is None:
         model = StreamingWorldModel(config, intrinsics=intrinsics, device=device, dtype=dtype, seed=seed, vae_kernels=vae_kernels,
-                                    static_camera=static_camera)
+                                    static_camera=static_camera, batch_size=batch_size)
         return model, (
             f"random weights: no checkpoint given and none packaged for {config.name!r} "
             "(frames will not look like the scene; pass checkpoint:=<dir>)"
@@ -72,6 +74,7 @@ def load_streaming_model(
     model = StreamingWorldModel(
         config, transformer=transformer, vae=vae, intrinsics=intrinsics, device=device, dtype=dtype, seed=seed,
         vae_kernels=vae_kernels, tiny_decoder=tiny, control_encoder=control_encoder, static_camera=static_camera,
+        batch_size=batch_size,
     )
     which = f"checkpoint {path}" if checkpoint else f"packaged default checkpoint {path} (model card: {path / 'MODEL_CARD.md'})"
     return model, (f"{which}, {'tiny distilled' if tiny_encoder else 'VAE'} control encoder, "
