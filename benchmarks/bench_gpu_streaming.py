@@ -14,9 +14,11 @@ What it prints. Streaming FPS over --frames frames after --warmup steps; ms per 
 stage: render, encode, DiT, decode (the model's own stage timings; on CUDA it synchronises after each
 GPU stage, so they are GPU times), re-anchor (the periodic reset, amortised) and other (pushing the
 skeletons); peak GPU memory (torch.cuda.max_memory_allocated: weights, KV cache and activations); and
-the bidirectional teacher's time for the same clip (rynn_world.evaluation.generation's teacher path:
-VAE-encoded reference and control, every latent frame denoised together for --teacher-steps Euler
-steps, VAE decode), so the causal-vs-bidirectional throughput ratio (paper: 40.0 / 2.8 FPS = 14.3x).
+the bidirectional teacher's time for the same clip (VAE-encoded reference and control frames, then
+rynn_world.model.teacher.generate_bidirectional, the teacher evaluation runs: every latent frame
+denoised together for --teacher-steps steps of Wan's UniPC sampler, then the VAE decode), so the
+causal-vs-bidirectional throughput ratio (paper: 40.0 / 2.8 FPS = 14.3x). The teacher is timed without
+the skeleton render, which the causal figure includes: the ratio errs low.
 
 Options, each measured on and off side by side with --sweep (one table):
   --attention sdpa|flash|efficient|cudnn|math  the DiT's SDPA backend (torch.nn.attention.sdpa_kernel
@@ -26,6 +28,8 @@ Options, each measured on and off side by side with --sweep (one table):
                         serves all 30 blocks. Compiling the whole cached step instead recompiles for
                         every state of the cache (window fill, ring slot, commit pass, timestep).
   --channels-last       the VAE's Conv3d weights in channels_last_3d (cuDNN then runs NDHWC kernels).
+  --cudnn-benchmark     torch.backends.cudnn.benchmark (cuDNN times its convolution algorithms for the VAE's
+                        shapes during warm-up; the node leaves it off).
   --tiny-decoder        decode with a TinyVideoDecoder (model.tiny_decoder): the checkpoint's trained one,
                         else random weights of a 16x variant sized for this model (speed only: no trained
                         full-size tiny decoder exists, so its quality at 480x832 is unmeasured).
@@ -64,10 +68,10 @@ from diffusers.utils import logging as diffusers_logging
 
 from rynn_common.description import D435I_COLOR
 from rynn_world.checkpoints import packaged_checkpoint
-from rynn_world.evaluation.generation import decode, teacher_latents
 from rynn_world.model.configs import CONFIGS, get_config
+from rynn_world.model.teacher import generate_bidirectional
 from rynn_world.model.tiny_decoder import TINY_DECODER_DIR, TinyVideoDecoder
-from rynn_world.model.vae import StreamingVAEEncoder, rgb_to_tensor
+from rynn_world.model.vae import StreamingVAEDecoder, StreamingVAEEncoder, rgb_to_tensor, tensor_to_rgb
 from rynn_world.nodes.model_loading import load_streaming_model
 from rynn_world.streaming import StreamingWorldModel
 
@@ -86,25 +90,28 @@ class Options:
     compile: bool = False
     channels_last: bool = False
     tiny_decoder: bool = False
+    cudnn_benchmark: bool = False
 
     @property
     def label(self) -> str:
         parts = [self.attention, "compiled" if self.compile else "eager"]
         parts += ["VAE channels_last"] if self.channels_last else []
+        parts += ["cudnn.benchmark"] if self.cudnn_benchmark else []
         parts += ["tiny decoder"] if self.tiny_decoder else []
         return ", ".join(parts)
 
 
-SWEEP = {
+SWEEP = {  # the most telling first: a --budget-s cut leaves out the tail
     "baseline": Options(),
     "flash": Options(attention="flash"),
+    "channels_last": Options(channels_last=True),
+    "cudnn_benchmark": Options(cudnn_benchmark=True),
+    "tiny_decoder": Options(tiny_decoder=True),
     "efficient": Options(attention="efficient"),
     "cudnn": Options(attention="cudnn"),
     "math": Options(attention="math"),
-    "channels_last": Options(channels_last=True),
-    "tiny_decoder": Options(tiny_decoder=True),
     "compile": Options(compile=True),  # compiling variants last: compiling changes the shared DiT in place
-    "all": Options(attention="flash", compile=True, channels_last=True),
+    "all": Options(attention="flash", compile=True, channels_last=True, cudnn_benchmark=True),
 }
 
 
@@ -199,6 +206,7 @@ def variant_model(base: StreamingWorldModel, options: Options, tiny: TinyVideoDe
     if options.compile:
         compile_blocks(base.transformer)
     set_vae_memory_format(base, torch.channels_last_3d if options.channels_last else torch.contiguous_format)
+    torch.backends.cudnn.benchmark = options.cudnn_benchmark
     model = StreamingWorldModel(
         base.config, transformer=base.transformer, vae=base.vae, intrinsics=D435I_COLOR, device=base.device,
         dtype=base.dtype, seed=0, reanchor_every=reanchor_every,
@@ -252,7 +260,7 @@ def stream(model: StreamingWorldModel, frames: int, warmup_steps: int) -> tuple[
 
 
 def teacher_clip(model: StreamingWorldModel, controls: list[np.ndarray], clip_frames: int, steps: int) -> dict:
-    """Seconds of the bidirectional teacher for one clip of the stream's own control frames."""
+    """Seconds of the bidirectional teacher for one clip of the stream's own control frames (Wan's UniPC)."""
     config, device, dtype = model.config, model.device, model.dtype
     t = config.temporal_compression
     latent_frames = 1 + max(1, (clip_frames - 1) // t)
@@ -266,10 +274,12 @@ def teacher_clip(model: StreamingWorldModel, controls: list[np.ndarray], clip_fr
         control_latents = StreamingVAEEncoder(model.vae).push(rgb_to_tensor(control, device, dtype))
         sync(device)
         encoded = time.perf_counter()
-        latents = teacher_latents(model.transformer, reference, control_latents, steps, config.shift, seed=0)
+        latents = generate_bidirectional(model.transformer, reference, control_latents, latent_frames, num_steps=steps,
+                                         shift=config.shift, sampler="unipc",
+                                         generator=torch.Generator(device).manual_seed(0))
         sync(device)
         denoised = time.perf_counter()
-        video = decode(model.vae, latents)
+        video = tensor_to_rgb(StreamingVAEDecoder(model.vae).push(latents))
     end = time.perf_counter()
     if len(video) != clip_frames:
         raise RuntimeError(f"teacher decoded {len(video)} frames, expected {clip_frames}")
@@ -312,10 +322,12 @@ def parse_args(argv=None):
     parser.add_argument("--compile", action="store_true")
     parser.add_argument("--channels-last", action="store_true")
     parser.add_argument("--tiny-decoder", action="store_true")
+    parser.add_argument("--cudnn-benchmark", action="store_true")
     parser.add_argument("--sweep", action="store_true", help="every variant in --variants, one table")
     parser.add_argument("--variants", default=",".join(SWEEP), help=f"with --sweep: a subset of {','.join(SWEEP)}")
     parser.add_argument("--teacher-frames", type=int, default=81, help="the teacher's clip (default 81, the paper's)")
     parser.add_argument("--teacher-steps", type=int, default=50, help="the teacher's denoising steps (default 50)")
+    parser.add_argument("--budget-s", type=float, help="with --sweep: start no variant after this many seconds")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
     if args.frames < 1 or args.warmup < 1:
@@ -334,7 +346,8 @@ def run(args) -> dict:
         if device.type == "cpu":
             variants = {k: v for k, v in variants.items() if v.attention not in GPU_ONLY_BACKENDS}
     else:
-        variants = {"selected": Options(args.attention, args.compile, args.channels_last, args.tiny_decoder)}
+        variants = {"selected": Options(args.attention, args.compile, args.channels_last, args.tiny_decoder,
+                                        args.cudnn_benchmark)}
     base, described, build_s = build_base(config, device, args.checkpoint, seed=0)
     reanchor = args.reanchor_every or None
     print("== machine ==")
@@ -348,7 +361,12 @@ def run(args) -> dict:
         print(f"(tiny decoder: {tiny_weights})")
     print(HEADER, flush=True)
     results, teacher = {}, None
+    started = time.perf_counter()
     for label, options in variants.items():
+        if results and args.budget_s is not None and time.perf_counter() - started > args.budget_s:
+            results[label] = {"error": f"skipped: the {args.budget_s:.0f} s budget was spent"}
+            print(row(label, None, results[label]["error"]), flush=True)
+            continue
         try:
             model = variant_model(base, options, tiny, reanchor)
             results[label], controls = stream(model, args.frames, args.warmup)
@@ -360,6 +378,7 @@ def run(args) -> dict:
             continue
         finally:
             set_vae_memory_format(base, torch.contiguous_format)
+            torch.backends.cudnn.benchmark = False
         if teacher is None and args.teacher_frames > 1:  # on the first variant's controls, before any compiling
             del model
             teacher = teacher_clip(base, controls, args.teacher_frames, args.teacher_steps)
@@ -380,7 +399,7 @@ def run(args) -> dict:
     summary = {"machine": machine_line(device, config, base.dtype), "model": described, "variants": results,
                "teacher": teacher, "paper_h100": PAPER_H100}
     if teacher is not None:
-        print(f"\n== bidirectional teacher, the same clip: {teacher['frames']} frames, {teacher['steps']} Euler steps ==")
+        print(f"\n== bidirectional teacher, the same clip: {teacher['frames']} frames, {teacher['steps']} UniPC steps ==")
         print(f"encode {teacher['encode_s']:.2f} s, DiT {teacher['dit_s']:.2f} s, decode {teacher['decode_s']:.2f} s, "
               f"total {teacher['total_s']:.2f} s = {teacher['fps']:.2f} FPS")
         summary["ratio"] = r["fps"] / teacher["fps"]

@@ -33,7 +33,7 @@ def table_rows(output: str) -> dict[str, list[float]]:
         if not line.strip():
             break
         name, *values = line.split()
-        rows[name] = [float(v) for v in values[:8]]
+        rows[name] = values if values[0] == "failed:" else [float(v) for v in values[:8]]
     return rows
 
 
@@ -42,13 +42,13 @@ def test_tiny_config_streams_on_the_cpu_and_its_figures_add_up(tmp_path):
     out = tmp_path / "figures.json"
     # 3 steps of 4 frames: the 9-frame chunk (reference + 2 blocks) re-anchors once inside the timed part
     result = run_bench("--config", "tiny", "--device", "cpu", "--frames", "12", "--warmup", "1", "--reanchor-every", "9",
-                       "--sweep", "--variants", "baseline,math,channels_last,tiny_decoder,efficient",
+                       "--sweep", "--variants", "baseline,math,channels_last,tiny_decoder,cudnn_benchmark,efficient",
                        "--teacher-frames", "9", "--teacher-steps", "2", "--json", str(out))
     assert result.returncode == 0, result.stdout + result.stderr
     text = result.stdout
     assert "device cpu, dtype float32, config tiny 64x64" in text
     rows = table_rows(text)
-    assert list(rows) == ["baseline", "math", "channels_last", "tiny_decoder"]  # efficient: a CUDA kernel, left out
+    assert list(rows) == ["baseline", "math", "channels_last", "tiny_decoder", "cudnn_benchmark"]  # efficient: CUDA only
     for name, (*stages, total, fps) in rows.items():
         assert fps > 0 and total > 0, name
         assert abs(1000.0 / fps - total) <= 0.02 * total, name  # FPS is the per-frame total's inverse
@@ -70,6 +70,17 @@ def test_tiny_config_streams_on_the_cpu_and_its_figures_add_up(tmp_path):
     assert "(paper, H100: 40.0 / 2.8 = 14.3x)" in text
     assert re.search(r"streaming FPS \(baseline\): [\d.]+", text)
     assert "peak memory: CPU run, max RSS" in text
+
+
+@pytest.mark.slow
+def test_a_sweep_stops_starting_variants_when_its_budget_is_spent():
+    result = run_bench("--config", "tiny", "--device", "cpu", "--frames", "4", "--warmup", "1", "--sweep",
+                       "--variants", "baseline,math", "--budget-s", "0", "--teacher-frames", "1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = table_rows(result.stdout)
+    assert rows["baseline"][7] > 0  # the first variant always runs
+    assert rows["math"][:2] == ["failed:", "skipped:"]
+    assert "bidirectional teacher" not in result.stdout  # --teacher-frames 1: no teacher clip
 
 
 @pytest.mark.slow  # three interpreter starts that import torch and diffusers
