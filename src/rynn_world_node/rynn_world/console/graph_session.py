@@ -51,7 +51,7 @@ def start_graph(arguments: list[str], log_dir: Path, timeout_s: float = 600.0) -
     """Launch the graph with these ``name:=value`` arguments (console on a free port) and wait
     until every node is up; ``RuntimeError`` with the launcher's output tail if it is not."""
     env = dict(os.environ)
-    sources = [str(SOURCE_ROOT / package) for package in ("rynn_retarget", "rynn_world_node", "rynn_robot_bridge")]
+    sources = [str(SOURCE_ROOT / package) for package in ("rynn_common", "rynn_retarget", "rynn_world_node", "rynn_robot_bridge")]
     env["PYTHONPATH"] = os.pathsep.join([*sources, env.get("PYTHONPATH", "")])  # this checkout, not the last build
     env.setdefault("ROS_DOMAIN_ID", str(random.randint(101, 200)))
     env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")

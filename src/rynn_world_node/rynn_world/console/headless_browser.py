@@ -51,6 +51,19 @@ def camera_element(driver):
     return found[0] if found else None
 
 
+def canonical_caption(driver) -> str:
+    """The canonical camera's caption ("<fps> FPS, frame age <ms> ms, <n> frames"), "" before it is drawn."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+
+    found = driver.find_elements(By.XPATH, f"//*[normalize-space(text())='{IMAGE_TOPIC}']/following::*"
+                                           "[contains(text(), 'FPS, frame age') or contains(text(), 'no frames yet')][1]")
+    try:
+        return found[0].text if found else ""
+    except StaleElementReferenceException:
+        return ""
+
+
 def element_pixels(element) -> np.ndarray:
     """What the browser shows of one element, as an RGB array."""
     png = np.frombuffer(element.screenshot_as_png, dtype=np.uint8)
