@@ -143,6 +143,7 @@ def test_fsdp_launch_file_of_the_5b_model_validates():
     (("TRANSFORMER_BASED_WRAP", "NO_WRAP"), "train", "bf16", "must be TRANSFORMER_BASED_WRAP"),
     (("WanTransformerBlock", "FeedForward"), "train", "bf16", r"hold only \d+\.\d % of the wan2.2-ti2v-5b weights"),
     (None, "distill", "bf16", "training.distill cannot run under FSDP"),
+    (None, "train_vae", "bf16", "training.train_vae cannot run under FSDP"),
     (("distributed_type: FSDP", "distributed_type: MULTI_GPU"), "train", "bf16", "is not an FSDP launch"),
 ])
 def test_a_bad_fsdp_launch_is_a_clear_error(tmp_path, change, entry, precision, message):

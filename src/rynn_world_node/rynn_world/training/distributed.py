@@ -100,10 +100,16 @@ def fsdp_plan_from_file(config_file: str | Path) -> FSDPPlan | None:
     return plan_from_plugin(plugin, env.get("ACCELERATE_MIXED_PRECISION", "no"))
 
 
+_SKELETONS: dict[str, RynnWorldTransformer] = {}
+
+
 def model_skeleton(config: WorldModelConfig) -> RynnWorldTransformer:
     """The config's transformer on the meta device: its module tree and parameter shapes, no memory."""
-    with torch.device("meta"):
-        return RynnWorldTransformer(**config.transformer, null_text_tokens=config.null_text_tokens)
+    key = repr((config.transformer, config.null_text_tokens))
+    if key not in _SKELETONS:
+        with torch.device("meta"):
+            _SKELETONS[key] = RynnWorldTransformer(**config.transformer, null_text_tokens=config.null_text_tokens)
+    return _SKELETONS[key]
 
 
 def sharding_plan(plan: FSDPPlan, model: torch.nn.Module) -> dict:

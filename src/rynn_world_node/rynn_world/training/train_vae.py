@@ -19,6 +19,7 @@ from ..model.configs import get_config
 from ..model.vae import StreamingVAEEncoder, rgb_to_tensor
 from .config import VAETrainConfig, run_from_command_line
 from .datasets import build_clip_dataset
+from .distributed import check_launch
 from .export import load_vae, save_world_model
 from .loop import TrainingLoop, adamw, average_gradients, lr_schedule, make_accelerator, step_generator
 
@@ -70,6 +71,7 @@ def with_latent_statistics(vae: AutoencoderKLWan, clips, max_clips: int = 64) ->
 def train_vae(cfg: VAETrainConfig, resume: str | None = "latest") -> Path:
     accelerator = make_accelerator(cfg.run)
     model_config = get_config(cfg.model)
+    check_launch(accelerator, model_config, "train_vae", cfg.run.mixed_precision)  # FSDP is refused here, not at step 1
     clips = build_clip_dataset(cfg.data, model_config, clip_frames=cfg.clip_frames)
     torch.manual_seed(cfg.run.seed)
     vae = load_vae(model_config, cfg.init_checkpoint).train()
