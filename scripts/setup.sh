@@ -33,6 +33,15 @@ step "Python packages (pinned by requirements/constraints.txt)"
 "$PY" -m pip install -q --disable-pip-version-check \
   -c "$ROOT/requirements/constraints.txt" -r "$ROOT/requirements/requirements.txt" \
   || die "pip install failed (see above); the constraints pin every version, so a missing wheel names the culprit"
+# LeRobot (the policies of rynn_world.policy) without its declared dependencies: they cap torch,
+# diffusers and huggingface_hub below this project's pins; what its ACT policy imports is in
+# requirements.txt, the versions in constraints.txt. torchvision goes to $VENV/lerobot_extras, which
+# only rynn_world.policy puts on sys.path: the one wheel for torch 2.13 is a CUDA build that does not
+# import with the CPU torch, and transformers (diffusers) imports torchvision whenever it is installed.
+"$PY" -m pip install -q --disable-pip-version-check --no-deps -c "$ROOT/requirements/constraints.txt" lerobot \
+  || die "pip install lerobot failed (see above)"
+"$PY" -m pip install -q --disable-pip-version-check --no-deps --upgrade --target "$VENV/lerobot_extras" \
+  -c "$ROOT/requirements/constraints.txt" torchvision || die "pip install torchvision (lerobot_extras) failed (see above)"
 fi
 PY=$VENV/bin/python
 [[ -x $PY ]] || die "no venv at $VENV: run 'make setup' first"
