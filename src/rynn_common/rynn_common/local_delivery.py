@@ -27,7 +27,9 @@ from collections import deque
 from typing import Callable
 
 from rclpy.node import Node
-from rclpy.serialization import deserialize_message, serialize_message
+from rclpy.serialization import serialize_message
+
+from rynn_common.cdr import deserialize
 
 # In-process messages whose DDS copy a subscription still waits for (a starved executor may take
 # copies late; TF_QOS keeps 1000). Beyond it the oldest is forgotten: its copy, should it still
@@ -61,9 +63,12 @@ class LocalPublisher:
 
 class LocalSubscription:
     """``node.create_subscription(...)`` that ``connect_local`` can link to the publishers of its process;
-    DDS messages without ``required_bytes`` in their serialised form never reach ``callback``."""
+    DDS messages without ``required_bytes`` in their serialised form never reach ``callback``; bytes that do not
+    deserialize (malformed CDR, anyone may publish them) are counted in ``malformed`` and, when given,
+    handed to ``on_malformed`` as a ``ValueError``, never raised into the executor."""
 
-    def __init__(self, node: Node, msg_type, topic: str, callback: Callable, qos, required_bytes: bytes = b""):
+    def __init__(self, node: Node, msg_type, topic: str, callback: Callable, qos, required_bytes: bytes = b"",
+                 on_malformed: Callable[[ValueError], None] | None = None):
         self.msg_type = msg_type
         self.callback = callback
         self.required_bytes = required_bytes
@@ -71,6 +76,8 @@ class LocalSubscription:
         self.topic_name = self.subscription.topic_name  # resolved (remapped, namespaced)
         self.linked = False
         self.copies_dropped = 0  # DDS copies of messages delivered in-process
+        self.malformed = 0
+        self.on_malformed = on_malformed
         self._expected: set[bytes] = set()
         self._order: deque[bytes] = deque()
         self._lock = threading.Lock()
@@ -90,7 +97,14 @@ class LocalSubscription:
                 return
         if self.required_bytes not in data:
             return
-        self.callback(deserialize_message(data, self.msg_type))
+        try:
+            msg = deserialize(data, self.msg_type)
+        except ValueError as error:
+            self.malformed += 1
+            if self.on_malformed is not None:
+                self.on_malformed(error)
+            return
+        self.callback(msg)
 
 
 def connect_local(nodes: list[Node]) -> list[str]:

@@ -123,8 +123,10 @@ class RetargetNode(Node):
         # Composed with the tracker and glove nodes, these get their messages in-process, on their feed threads.
         # On_tf uses only transforms whose parent is the world frame: other /tf (the robot's) is never deserialised.
         self.tf_input = LocalSubscription(self, TFMessage, TF_TOPIC, self.on_tf, TF_QOS,
-                                          required_bytes=self.world_frame.encode())
-        self.hands_input = LocalSubscription(self, BimanualSkeleton, settings.hands_topic, self.on_hands, LIVE_QOS)
+                                          required_bytes=self.world_frame.encode(),
+                                          on_malformed=lambda error: self.on_malformed("tf", error))
+        self.hands_input = LocalSubscription(self, BimanualSkeleton, settings.hands_topic, self.on_hands, LIVE_QOS,
+                                             on_malformed=lambda error: self.on_malformed("hands", error))
         self.create_service(Trigger, "~/calibrate", self.on_calibrate)
         create_steady_timer(self, 1.0 / settings.status_rate_hz, self.publish_status)
 
@@ -187,6 +189,10 @@ class RetargetNode(Node):
                 self.stats.drop("superseded_tracker_sample")
             self.pending = (frame, order)
             self.pending_ready.notify()
+
+    def on_malformed(self, stream: str, error: ValueError) -> None:
+        self.stats.reject(f"{stream}_malformed")
+        self.stamp_loggers[stream].warning(f"rejected a {stream} message: {error}", throttle_duration_sec=2.0)
 
     def stamp_accepted(self, bound: StampBound, stream: str, stamp: float) -> bool:
         """Counts ``{stream}_out_of_order`` (dropped) or ``{stream}_future_stamp`` (rejected, logged)."""

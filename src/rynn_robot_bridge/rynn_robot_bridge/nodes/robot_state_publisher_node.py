@@ -15,11 +15,11 @@ import time
 
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
-from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
+from rynn_common.cdr import deserialize
 from rynn_common.clock_steps import create_steady_timer
 from rynn_common.description import resolve_urdf_path
 from rynn_common.node_runner import run_node
@@ -72,7 +72,12 @@ class RobotStatePublisherNode(Node):
         now_ns = time.monotonic_ns()  # an interval: the wall clock may step (rynn_common.clock_steps)
         if self._next_publish_ns is not None and now_ns < self._next_publish_ns:
             return
-        msg = deserialize_message(raw, JointState)
+        try:
+            msg = deserialize(raw, JointState)
+        except ValueError as error:  # bytes no JointState serializes to: counted, said, skipped
+            self.stats.reject("malformed_joint_states")
+            self.get_logger().warning(str(error), throttle_duration_sec=5.0)
+            return
         transforms = self.core.update(msg.name, msg.position)
         if not transforms:
             return

@@ -28,7 +28,6 @@ from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
-from rclpy.serialization import deserialize_message
 from rynn_teleop_msgs.msg import BimanualSkeleton, TeleopStatus
 from rynn_teleop_msgs.srv import SetMode
 from sensor_msgs.msg import Image, JointState
@@ -36,6 +35,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
 
+from rynn_common.cdr import deserialize
 from rynn_common.clock_steps import create_steady_timer
 from rynn_common.description import resolve_urdf_path
 from rynn_common.node_runner import run_node
@@ -283,7 +283,7 @@ class OperatorConsoleNode(Node):
         if raw is None or not fresh:
             return
         try:
-            rgb = downscale(image_to_rgb(deserialize_message(raw, Image)), max_width)
+            rgb = downscale(image_to_rgb(deserialize(raw, Image)), max_width)
         except ValueError as error:  # wrong encoding or size: counted, said, skipped
             self.dropped += 1
             self.get_logger().warning(f"cannot show a frame: {error}", throttle_duration_sec=5.0)
@@ -300,7 +300,7 @@ class OperatorConsoleNode(Node):
         poses = []
         for raw, poser in ((measured, self.measured_pose), (commanded, self.commanded_pose)):
             try:
-                msg = None if raw is None else deserialize_message(raw, JointState)
+                msg = None if raw is None else deserialize(raw, JointState)
                 poses.append(None if msg is None else poser.update(msg.name, msg.position).copy())
             except ValueError as error:
                 self.dropped += 1
