@@ -45,7 +45,8 @@ def health_problems(canonical_caption: str, page_text: str, min_fps: float) -> l
     elif float(reading.group(1)) < min_fps:
         problems.append(f"canonical camera at {reading.group(1)} FPS (< {min_fps:g})")
     if NO_FAULTS not in page_text:
-        faults = page_text.split("Faults", 1)[1].strip().splitlines()[:3] if "Faults" in page_text else []
+        listed = page_text.split("Faults", 1)[1].strip().splitlines() if "Faults" in page_text else []
+        faults = [line.strip() for line in listed[:8] if ": " in line and "\t" not in line][:3]  # not the tables below
         problems.append("faults on the health board: " + "; ".join(faults))
     if "STALE:" in page_text:
         problems.append("a stream is stale: " + page_text.split("STALE:", 1)[1].splitlines()[0].strip())
