@@ -262,7 +262,7 @@ def diagram(nodes: list[GraphNode], rate_text: dict[str, str]) -> str:
             for source, pub in publishers.get(port.name, []):
                 if source.name == node.name:
                     continue
-                rate = f" @ {rate_text[pub.rate].split(' (')[0]}" if pub.rate else ""
+                rate = "" if not pub.rate else ", latched" if pub.rate == "latched" else f" @ {rate_text[pub.rate].split(' (')[0]}"
                 label = f"{port.name} {pub.type.split('/')[1]}{rate}"
                 if pub.type == CAMERA_INFO_TYPE:
                     continue  # beside its image: named in the table
