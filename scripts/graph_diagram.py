@@ -263,7 +263,7 @@ def diagram(nodes: list[GraphNode], rate_text: dict[str, str]) -> str:
                 if source.name == node.name:
                     continue
                 rate = "" if not pub.rate else ", latched" if pub.rate == "latched" else f" @ {rate_text[pub.rate].split(' (')[0]}"
-                label = f"{port.name} {pub.type.split('/')[1]}{rate}"
+                label = f"{port.name} {pub.type.split('/')[1]}{rate}".replace("<=", "≤")  # no "<" in Mermaid's HTML labels
                 if pub.type == CAMERA_INFO_TYPE:
                     continue  # beside its image: named in the table
                 edges.setdefault((source.name, node.name), []).append(label)
