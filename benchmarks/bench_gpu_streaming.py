@@ -223,9 +223,10 @@ def reference_image(config) -> np.ndarray:
                      np.full_like(x, 90)], axis=-1).astype(np.uint8)
 
 
-def stream(model: StreamingWorldModel, frames: int, warmup_steps: int) -> tuple[dict, list[np.ndarray]]:
+def stream(model: StreamingWorldModel, frames: int, warmup_steps: int, keep_controls: int = 0
+           ) -> tuple[dict, list[np.ndarray]]:
     """Stream as the node does; ms per output frame of each stage after warm-up, FPS, peak memory,
-    and the control frames the steps were conditioned on."""
+    and the first `keep_controls` control frames the steps were conditioned on."""
     config, device, n = model.config, model.device, model.frames_per_step
     steps = -(-frames // n)
     hands = synthetic_hands(n * (warmup_steps + steps))
@@ -244,7 +245,7 @@ def stream(model: StreamingWorldModel, frames: int, warmup_steps: int) -> tuple[
         before_step = time.perf_counter()
         model.step()
         step_seconds = time.perf_counter() - before_step
-        controls.extend(model.last_control)
+        controls.extend(model.last_control[: max(0, keep_controls - len(controls))])
         if i >= warmup_steps:
             for stage in ("render", "encode", "dit", "decode"):
                 seconds[stage] += model.timings.last[stage]
@@ -369,7 +370,8 @@ def run(args) -> dict:
             continue
         try:
             model = variant_model(base, options, tiny, reanchor)
-            results[label], controls = stream(model, args.frames, args.warmup)
+            keep = args.teacher_frames if teacher is None else 0
+            results[label], controls = stream(model, args.frames, args.warmup, keep_controls=keep)
             print(row(label, results[label]) + f"   ({options.label})", flush=True)
         except Exception as error:  # one variant's failure (a kernel this GPU lacks) must not cost the others
             traceback.print_exc()
