@@ -14,6 +14,7 @@ three policies and ends with this command.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import sys
@@ -25,6 +26,7 @@ sys.path[:0] = [str(REPO / "src" / p) for p in ("rynn_common", "rynn_retarget", 
 import rynn_robot_bridge.sim  # noqa: F401  (headless GL first)
 from rynn_robot_bridge.sim.scenes import TASKS
 from rynn_world.policy.__main__ import evaluate_policy
+from rynn_world.policy.rollout import evaluation_seeds
 
 # Table 3 of the paper (real robot, 35 trials per cell): (policy, data) -> success % per task in TASKS order.
 PAPER_TABLE_3 = {
@@ -50,6 +52,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="trained policy directories (python -m rynn_world.policy train), labelled by data source")
     parser.add_argument("--task", default="block_pushing", choices=TASKS)
     parser.add_argument("--trials", type=int, default=30)
+    parser.add_argument("--reuse", action="store_true",
+                        help="take a policy's <policy>/evaluation_<task>.json when it holds these --trials seeds "
+                             "(written by this script or python -m rynn_world.policy evaluate) instead of running them again")
     args = parser.parse_args(argv)
     policies = [tuple(item.split("=", 1)) for item in args.policy]
     if any(len(p) != 2 for p in policies):
@@ -58,7 +63,12 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     for label, directory in policies:
         print(f"== {label}: {directory}", flush=True)
-        summary = evaluate_policy(Path(directory), args.task, args.trials)
+        saved = Path(directory) / f"evaluation_{args.task}.json"
+        summary = json.loads(saved.read_text()) if args.reuse and saved.is_file() else None
+        if summary is None or [r["seed"] for r in summary["results"]] != evaluation_seeds(args.task, args.trials):
+            summary = evaluate_policy(Path(directory), args.task, args.trials)
+        else:
+            print(f"  {args.trials} trials from {saved} ({summary['wall_s']:.0f} s when run)")
         training = summary["training"]
         rows.append((label, training["episodes"], training["steps_done"], training["duration_s"],
                      summary["successes"], summary["trials"]))

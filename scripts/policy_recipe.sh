@@ -36,11 +36,13 @@ step() { printf '\n==> %s\n' "$*"; }
 step "real: $EPISODES task-operator episodes of $TASK"
 "$PY" -m rynn_robot_bridge.episodes.generate --tasks "$TASK" --episodes "$EPISODES" --seed 0 "${CAMERA[@]}" --out "$REAL"
 
-step "real: the LeRobot v3 dataset"
-[[ -f $REAL/lerobot/meta/info.json ]] || "$PY" -m rynn_robot_bridge.export.lerobot --bags "$REAL/$TASK" --out "$REAL/lerobot"
+step "real: the successful episodes (the demonstrations) and their LeRobot v3 dataset"
+"$PY" -m rynn_world.policy successful --episodes "$REAL" --out "$REAL/successful"
+[[ -f $REAL/successful/lerobot/meta/info.json ]] || "$PY" -m rynn_robot_bridge.export.lerobot \
+  --bags "$REAL/successful/$TASK"/episode_*/bag --out "$REAL/successful/lerobot"
 
 step "digital: the data engine on the same episodes' operator streams (reference: each episode's first frame)"
-"$PY" -m rynn_world.engine --episodes "$REAL" --out "$DIGITAL" "${ENGINE[@]}" --no-progress
+"$PY" -m rynn_world.engine --episodes "$REAL/successful" --out "$DIGITAL" "${ENGINE[@]}" --no-progress
 
 train() {  # label, datasets...
   local label=$1; shift
@@ -49,9 +51,9 @@ train() {  # label, datasets...
   "$PY" -m rynn_world.policy train --data "$@" --out "$OUT/act_$label" --steps "$STEPS" \
     --max-minutes "$MAX_MINUTES" "${POLICY[@]}"
 }
-train real "$REAL/lerobot"
+train real "$REAL/successful/lerobot"
 train digital "$DIGITAL/lerobot"
-train real+digital "$REAL/lerobot" "$DIGITAL/lerobot"
+train real+digital "$REAL/successful/lerobot" "$DIGITAL/lerobot"
 
 step "closed-loop evaluation: $TRIALS seeded trials each"
 "$PY" benchmarks/bench_policy_transfer.py --task "$TASK" --trials "$TRIALS" \

@@ -46,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--full-size", action="store_true", help="LeRobot's ACT defaults (480x640, dim 512, chunk 100)")
     _add_dataclass_options(train, PolicySize, PolicySize())
     _add_dataclass_options(train, TrainSettings, TrainSettings())
+    select = commands.add_parser("successful", help="a generator root of only the successful episodes (links)")
+    select.add_argument("--episodes", type=Path, required=True, help="generator output (index.json)")
+    select.add_argument("--out", type=Path, required=True)
     evaluate = commands.add_parser("evaluate", help="seeded closed-loop trials on the simulated robot")
     evaluate.add_argument("--policy", type=Path, required=True)
     evaluate.add_argument("--task", default="block_pushing")
@@ -70,6 +73,21 @@ def run_train(args) -> dict:
     return info
 
 
+def link_successful(root: Path, out: Path) -> list[dict]:
+    """``out`` as a generator root (episode directories linked, its own index.json) holding the episodes
+    of ``root`` whose scene check succeeded: demonstrations, not the task operator's failures."""
+    import os
+
+    from rynn_robot_bridge.episodes.generate import episode_dir, write_index
+
+    for entry in json.loads((Path(root) / "index.json").read_text())["episodes"]:
+        link = episode_dir(Path(out), entry["task"], entry["episode"])
+        if entry["success"] and not link.exists():
+            link.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(os.path.relpath(episode_dir(Path(root), entry["task"], entry["episode"]), link.parent), link)
+    return write_index(Path(out))
+
+
 def evaluate_policy(policy_dir: Path, task: str, trials: int, progress=print) -> dict:
     """``trials`` seeded trials; the results JSON (also written to ``<policy>/evaluation_<task>.json``)."""
     from .rollout import evaluation_seeds, run_trial
@@ -92,7 +110,10 @@ def evaluate_policy(policy_dir: Path, task: str, trials: int, progress=print) ->
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
-    if args.command == "train":
+    if args.command == "successful":
+        entries = link_successful(args.episodes, args.out)
+        print(f"{len(entries)} successful episodes linked in {args.out}")
+    elif args.command == "train":
         if args.out.exists() and any(args.out.iterdir()):
             sys.exit(f"{args.out} is not empty; train into a new directory")
         run_train(args)

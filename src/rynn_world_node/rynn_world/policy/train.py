@@ -147,13 +147,14 @@ def train_policy(episodes: list[PolicyEpisode], out: Path, size: PolicySize = Po
         optimizer.step()
         for name, value in {"loss": loss.item(), **parts}.items():
             running[name] = running.get(name, 0.0) + value
-        if step % settings.log_every == 0 or step == settings.steps:
-            count = settings.log_every if step % settings.log_every == 0 else step % settings.log_every
+        out_of_time = bool(settings.max_minutes) and time.monotonic() - started > 60 * settings.max_minutes
+        if step % settings.log_every == 0 or step == settings.steps or out_of_time:
+            count = step % settings.log_every or settings.log_every
             entry = {"step": step, **{k: v / count for k, v in running.items()}, "seconds": time.monotonic() - started}
             curve.append(entry)
             running = {}
             progress(f"step {step}/{settings.steps}: " + " ".join(f"{k} {v:.4f}" for k, v in entry.items() if k != "step"))
-        if settings.max_minutes and time.monotonic() - started > 60 * settings.max_minutes:
+        if out_of_time:
             progress(f"stopped after {settings.max_minutes:g} min at step {step}")
             break
     out = Path(out)
