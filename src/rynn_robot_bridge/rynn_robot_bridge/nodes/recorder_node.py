@@ -136,6 +136,11 @@ class RecorderNode(Node):
     def _on_start(self, _request, response: Trigger.Response) -> Trigger.Response:
         task = self.get_parameter("task").value
         operator_id = self.get_parameter("operator_id").value
+        for name, value in (("task", task), ("operator_id", operator_id)):
+            if not isinstance(value, str):  # parameters are dynamically typed: anyone may set a number
+                response.success = False
+                response.message = f"the {name} parameter must be text, not {type(value).__name__} {value!r}"
+                return response
         try:
             name = self.recorder.start(task, operator_id, self.get_clock().now().nanoseconds, time.monotonic(),
                                        timeout=self.service_wait_s)

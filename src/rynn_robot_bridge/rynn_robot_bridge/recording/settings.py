@@ -60,7 +60,7 @@ class RecorderSettings:
     stop_timeout_s: float = 20.0  # at shutdown, how long the recording episode's queued messages may take
     # A start/stop/discard service answers within this (the node's one executor thread serves the subscriptions
     # too): on a disk that does not take writes it answers "busy"; a stop or discard still happens after.
-    service_wait_s: float = 1.0
+    service_wait_s: float = 2.0
 
 
 def parse_topic(entry: str) -> tuple[str, str]:

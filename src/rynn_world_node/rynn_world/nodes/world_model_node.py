@@ -39,6 +39,7 @@ from rynn_teleop_msgs.msg import BimanualSkeleton, TeleopStatus
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import String
 
+from rynn_common.cdr import deserialize
 from rynn_common.clock_steps import create_steady_timer
 from rynn_common.config_paths import find_config
 from rynn_common.description import D435I_COLOR
@@ -85,7 +86,8 @@ class WorldModelNode(Node):
             publish_interval=settings.publish_interval_s or None,
             follow_mode=settings.follow_mode,
         )
-        self.session = LiveWorldSession(model, self.stats, session_settings, clock=self._now, convert_real_frame=image_to_rgb,
+        self.session = LiveWorldSession(model, self.stats, session_settings, clock=self._now,
+                                        convert_real_frame=lambda raw: image_to_rgb(deserialize(raw, Image)),
                                         file_reference=self._read_reference(settings.reference_image), warn=self._warn,
                                         on_control=self.publish_control if self.control_pub else None,
                                         monotonic=time.monotonic)  # notices steps of the ROS (wall) clock
@@ -94,9 +96,11 @@ class WorldModelNode(Node):
         self.info_pub = self.create_publisher(CameraInfo, settings.camera_info_topic, RECORDED_CAMERA_QOS)
         self.status_pub = self.create_publisher(TeleopStatus, STATUS_TOPIC, STATUS_QOS)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, LIVE_QOS)
-        self.create_subscription(BimanualSkeleton, settings.skeleton_topic, self.on_skeleton, LIVE_QOS)
-        self.create_subscription(Image, settings.real_image_topic, self.session.offer_real_frame, LATEST_ONLY_QOS)
-        self.create_subscription(String, settings.mode_topic, self.on_mode, LATCHED_QOS)
+        # raw: bytes no message serializes to are counted (a typed subscription drops them unseen); a real frame
+        # is deserialized only when an anchor uses it (convert_real_frame)
+        self.create_subscription(BimanualSkeleton, settings.skeleton_topic, self.on_skeleton, LIVE_QOS, raw=True)
+        self.create_subscription(Image, settings.real_image_topic, self.session.offer_real_frame, LATEST_ONLY_QOS, raw=True)
+        self.create_subscription(String, settings.mode_topic, self.on_mode, LATCHED_QOS, raw=True)
         create_steady_timer(self, 1.0 / settings.status_rate_hz, self.publish_status)
 
         self._running = True
@@ -123,12 +127,19 @@ class WorldModelNode(Node):
             raise FileNotFoundError(f"reference_image {path!r} cannot be read as an image")
         return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
 
-    def on_mode(self, msg: String) -> None:
+    def on_mode(self, raw: bytes) -> None:
+        try:
+            msg = deserialize(raw, String)
+        except ValueError as error:
+            self.stats.reject("malformed_mode")
+            self._warn(f"rejected a mode message: {error}")
+            return
         if self.session.set_mode(msg.data):
             self.get_logger().info(f"mode {msg.data}: {'streaming' if msg.data == 'digital' else 'idle'}")
 
-    def on_skeleton(self, msg: BimanualSkeleton) -> None:
+    def on_skeleton(self, raw: bytes) -> None:
         try:
+            msg = deserialize(raw, BimanualSkeleton)
             sample = ControlSample.from_message(msg)
         except ValueError as error:
             self.stats.reject("malformed_skeleton")
