@@ -173,6 +173,7 @@ def _skeleton(source):
     return episode.joints_camera, episode.valid, episode.intrinsics
 
 
+@pytest.mark.slow
 def test_a_user_image_is_the_reference_of_every_episode(value_root, tmp_path):
     image_rgb = np.zeros((50, 90, 3), dtype=np.uint8)
     image_rgb[..., 0] = np.linspace(0, 255, 90, dtype=np.uint8)[None]

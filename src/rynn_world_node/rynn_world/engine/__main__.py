@@ -100,9 +100,12 @@ def main(argv: list[str] | None = None) -> None:
         print(f"model: {engine.model_info.description}")
     if timing["episodes"]:
         fps = timing["frames"] / timing["seconds"]
+        per_cpu_second = timing["frames"] / max(timing["cpu_seconds"], 1e-9)
         print(f"generated {timing['episodes']} episodes, {timing['frames']} frames in {timing['seconds']:.1f} s: "
               f"{fps:.1f} frames/s = {fps / config.fps:.2f}x real time at {config.fps:g} FPS "
-              f"({wall:.1f} s wall including the LeRobot export)")
+              f"({wall:.1f} s wall including the LeRobot export); CPU time {timing['cpu_seconds']:.1f} s = "
+              f"{per_cpu_second:.1f} frames per CPU-second ({per_cpu_second / config.fps:.2f}x real time per busy core; "
+              f"torch threads {torch.get_num_threads()})")
     print(f"manifest: {args.out / 'manifest.json'}" + ("" if args.no_lerobot else f"; LeRobot v3 dataset: {args.out / 'lerobot'}"))
 
 

@@ -225,7 +225,8 @@ class DataEngine:
         if settings.reference.policy == "image":
             self.reference_image = _read_image(settings.reference.image_path)
         self._reference_description = settings.reference.describe()
-        self.timing = {"episodes": 0, "frames": 0, "seconds": 0.0}  # this run's generation (model + writing)
+        # this run's generation (reading, model, writing): wall seconds and this process's CPU seconds
+        self.timing = {"episodes": 0, "frames": 0, "seconds": 0.0, "cpu_seconds": 0.0}
 
     # ---- planning ----------------------------------------------------------------------------
 
@@ -287,12 +288,17 @@ class DataEngine:
                 self.write_manifest()
         else:
             self.write_manifest()
-        if self.settings.lerobot and (written or not (self.out / LEROBOT_DIR).is_dir()):
+        if self.settings.lerobot and (written or self._lerobot_episodes() != len(read_manifest(self.out)["episodes"])):
             self.export_lerobot()
         return written
 
+    def _lerobot_episodes(self) -> int | None:
+        """Episodes in the LeRobot dataset of ``out`` (None when there is none)."""
+        info = self.out / LEROBOT_DIR / "meta" / "info.json"
+        return json.loads(info.read_text())["total_episodes"] if info.is_file() else None
+
     def _run_batch(self, model: StreamingWorldModel, batch: list[SourceEpisode]):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         prepared = [self._prepare(source, model) for source in batch]
         streams = prepared + [prepared[-1]] * (model.batch_size - len(prepared))  # pad a short last batch
         frames = self._generate(model, streams, _batch_seed(self.settings.seed, [p.source for p in streams]))
@@ -303,6 +309,8 @@ class DataEngine:
             self.timing["episodes"] += 1
             self.timing["frames"] += item.source.frames
             self.timing["seconds"] += seconds / len(prepared) + time.perf_counter() - episode_start
+            self.timing["cpu_seconds"] += time.process_time() - cpu_start
+            cpu_start = time.process_time()
             self.write_manifest()
             yield entry
 
