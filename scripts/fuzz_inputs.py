@@ -309,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     from std_msgs.msg import String
     from std_srvs.srv import Trigger
 
-    from rynn_common.ros_names import DIAGNOSTICS_TOPIC, MODE_TOPIC, SET_MODE_SERVICE
+    from rynn_common.ros_names import DIAGNOSTICS_TOPIC, MODE_TOPIC, RECORDER_SERVICES, SET_MODE_SERVICE
     from rynn_robot_bridge.config import LcmSettings
     from rynn_world.console.graph_session import start_graph
 
@@ -353,7 +353,8 @@ def main(argv: list[str] | None = None) -> int:
     report: dict = {"inputs": [], "services": [], "checks": {}}
     failures: list[str] = []
     spin_until(lambda: watch.modes, 60.0)
-    recorder_start = call(node.create_client(Trigger, "/rynn/recorder/start"), Trigger.Request())
+    start, stop, discard = (RECORDER_SERVICES[verb] for verb in ("start", "stop", "discard"))
+    recorder_start = call(node.create_client(Trigger, start), Trigger.Request())
     print(f"recording: {recorder_start.message if recorder_start else 'no answer'}", flush=True)
     spin_for(3.0)
 
@@ -431,11 +432,8 @@ def main(argv: list[str] | None = None) -> int:
     for mode in (2, 7, 128, 255, 1, 0):
         answer = call(set_mode, SetMode.Request(mode=mode))
         service_cases.append((f"{SET_MODE_SERVICE} mode={mode}", None if answer is None else (answer.success, answer.message)))
-    triggers = {name: node.create_client(Trigger, name) for name in
-                ("/rynn/recorder/stop", "/rynn/recorder/stop", "/rynn/recorder/discard", "/rynn/recorder/discard",
-                 "/rynn/recorder/start", "/rynn/recorder/start", "/retarget_node/calibrate")}
-    for name in ("/rynn/recorder/stop", "/rynn/recorder/stop", "/rynn/recorder/discard", "/rynn/recorder/discard",
-                 "/rynn/recorder/start", "/rynn/recorder/start", "/retarget_node/calibrate", "/retarget_node/calibrate"):
+    triggers = {name: node.create_client(Trigger, name) for name in (stop, discard, start, "/retarget_node/calibrate")}
+    for name in (stop, stop, discard, discard, start, start, "/retarget_node/calibrate", "/retarget_node/calibrate"):
         answer = call(triggers[name], Trigger.Request())
         service_cases.append((name, None if answer is None else (answer.success, answer.message[:120])))
     parameters = node.create_client(SetParameters, "/rynn_recorder/set_parameters")
@@ -445,12 +443,12 @@ def main(argv: list[str] | None = None) -> int:
         answer = call(parameters, SetParameters.Request(parameters=[Parameter(name="task", value=value)]))
         result = None if answer is None or not answer.results else (answer.results[0].successful, answer.results[0].reason[:120])
         service_cases.append((f"/rynn_recorder/set_parameters {label}", result))
-    call(triggers["/rynn/recorder/stop"], Trigger.Request())
-    answer = call(triggers["/rynn/recorder/start"], Trigger.Request())  # with the task the last request left
-    service_cases.append(("/rynn/recorder/start after those", None if answer is None else (answer.success, answer.message[:120])))
+    call(triggers[stop], Trigger.Request())
+    answer = call(triggers[start], Trigger.Request())  # with the task the last request left
+    service_cases.append((f"{start} after those", None if answer is None else (answer.success, answer.message[:120])))
     call(parameters, SetParameters.Request(parameters=[Parameter(name="task", value=ParameterValue(
         type=ParameterType.PARAMETER_STRING, string_value="after the fuzz"))]))
-    call(triggers["/rynn/recorder/start"], Trigger.Request())  # the episode the checks below stop
+    call(triggers[start], Trigger.Request())  # the episode the checks below stop
     report["services"] = [{"call": name, "answer": answer} for name, answer in service_cases]
     for name, answer in service_cases:
         print(f"{name}: {answer}", flush=True)
@@ -466,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
                 break
             spin_for(1.0)
         switched[label] = watch.modes[-1:] == [label]
-    stopped = call(node.create_client(Trigger, "/rynn/recorder/stop"), Trigger.Request())
+    stopped = call(triggers[stop], Trigger.Request())
     spin_for(SETTLE_S)
     dead = [name for name, pid in pids.items() if not psutil.pid_exists(pid)
             or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE]
