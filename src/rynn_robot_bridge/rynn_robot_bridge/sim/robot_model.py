@@ -34,6 +34,10 @@ DAMPING_RATIO = 1.0
 ARM_ARMATURE = 0.05
 FINGER_ARMATURE = 0.002
 FINGER_FRICTION = (1.5, 0.02, 0.001)
+# Joint end stops: MuJoCo's default limit (time constant 20 ms, soft) let a finger in contact overshoot its
+# URDF range by 0.11 rad, which the bridge's state check rightly rejects (real hands have hard stops).
+# Two control periods is the stiffest time constant the 500 Hz integrator resolves.
+LIMIT_TIME_CONSTANT_PERIODS = 2.0
 
 
 def camera_quat_in_optical_frame() -> list[float]:
@@ -76,6 +80,7 @@ def build_robot_spec(
         joint = spec.joint(name)
         is_arm = index < 2 * ARM_DOF
         joint.armature = ARM_ARMATURE if is_arm else FINGER_ARMATURE
+        joint.solref_limit = [LIMIT_TIME_CONSTANT_PERIODS * spec.option.timestep, 1.0]
         if is_arm:
             kp = SHOULDER_ELBOW_KP if index % ARM_DOF < 4 else WRIST_KP
         else:
