@@ -131,9 +131,9 @@ def test_replayed_demonstration_pushes_the_block_and_holding_still_does_not(tmp_
     """The trial drives the physics and judges it with the scene's check: the task operator's own actions
     of a seed, replayed open loop through the bridge's command path from the same scene, push the block
     out of the left zone towards the right; holding the first action leaves it where it was, a failure.
-    (Replayed open loop, the demonstration of this seed ends with the block in the centre zone: the
-    bridge sends no velocity feed-forward, the generator's smoother did, so the hand lags its recorded
-    path; a closed-loop policy sees and corrects that.)"""
+    (The trial starts once the bridge tracks the rest pose; before that, the policy's first seconds ran in
+    the bridge's slow approach after its start-up hold, and a finger overshooting its range in contact got
+    the robot state rejected and the robot held: no replay reached the right zone.)"""
     seed = 3
     settings = EpisodeSettings(operator="task", fps=FPS, **CAMERA)
     summary, frames = record_episode(TASK, seed, settings, tmp_path / "bag")

@@ -5,6 +5,12 @@ the seeded task scene with its variation, the robot at rest at the operator's ne
 for as long as the task operator's own episode of that seed (its plan + settle time) times
 ``horizon_factor``, then judged by the scene's own success check, as the generator labels episodes.
 
+Before the trial clock starts, the bridge takes the robot over as a deployment's bring-up does: it is
+sent the rest pose (the operator's neutral action, where the robot stands) until its commander has left
+the reduced-limit approach it makes after any hold and tracks (``PRE_ROLL_MAX_S``). Without that the
+policy's first seconds run inside the approach (arms at 0.5 rad/s, following a moving target it never
+reaches), and not even a demonstration replayed open loop pushes the block to the right zone.
+
 Per 200 Hz command cycle, in one process and on the simulator's clock (stepped as fast as the CPU
 allows, so trials are deterministic for a seed):
 
@@ -32,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import rynn_robot_bridge.sim  # noqa: F401  (headless GL before mujoco loads)
-from rynn_robot_bridge.bridge.commander import RobotCommander
+from rynn_robot_bridge.bridge.commander import Phase, RobotCommander
 from rynn_robot_bridge.bridge.mode import Mode
 from rynn_robot_bridge.bridge.settings import load_bridge_settings
 from rynn_robot_bridge.config import load_robot_config
@@ -43,6 +49,7 @@ from rynn_robot_bridge.sim.simulator import SimulatedRobot
 
 from .dataset import policy_image
 
+PRE_ROLL_MAX_S = 2.0  # the bridge's approach to the rest pose must end (tracking) within this, or the trial fails to start
 EVAL_SEED = 1000  # run seed of evaluation scenes: episode_seed(EVAL_SEED, task, i), never a training seed (0 ...)
 
 
@@ -112,6 +119,29 @@ def _wire(command) -> bytes:
                           enable=not command.hold, mode=MODE_HOLD if command.hold else MODE_POSITION)
 
 
+def _take_over(commander: RobotCommander, sim: _SimulatedLcmRobot, rest: np.ndarray, period: float,
+               state_every: int) -> int:
+    """Command ``rest`` until the commander tracks (its approach after the start-up hold is over); returns
+    the physics steps taken. The robot's clock runs on; the trial starts from wherever it then is."""
+    robot, steps = sim.robot, 0
+    start = robot.time
+    while commander.phase != Phase.TRACKING:
+        now = robot.time
+        if now - start > PRE_ROLL_MAX_S:
+            raise RuntimeError(f"the bridge did not take the robot over within {PRE_ROLL_MAX_S} s "
+                               f"(phase {commander.phase.name}); faults: {commander.faults(now)}")
+        commander.submit_action(rest, now)
+        command = commander.cycle(now)
+        if command is not None:
+            sim.receive(_wire(command), now)
+        while robot.time < now + period - 1e-9:
+            sim.control_step(robot.time)
+            steps += 1
+            if steps % state_every == 0:
+                commander.update_measured(decode_state(sim.state_packet()), robot.time)
+    return steps
+
+
 def run_trial(policy, task: str, seed: int, settings: RolloutSettings = RolloutSettings(),
               keep_images: bool = False) -> TrialResult:
     """One seeded closed-loop trial of ``policy`` (``train.TrainedPolicy`` or anything with ``reset``,
@@ -133,7 +163,7 @@ def run_trial(policy, task: str, seed: int, settings: RolloutSettings = RolloutS
     height, width = policy.size.image_height, policy.size.image_width
     duration_s = episode.duration_s * settings.horizon_factor
     period = 1.0 / config.lcm.command_rate_hz
-    images, actions_rejected, steps, next_frame_s = [], 0, 0, 0.0
+    images, actions_rejected = [], 0
     previous = newest = None
     frame_started = 0.0
     if settings.command_mode not in ("hold", "interpolate"):
@@ -142,8 +172,10 @@ def run_trial(policy, task: str, seed: int, settings: RolloutSettings = RolloutS
     start_positions = {name: robot.data.body(name).xpos.round(4).tolist() for name in names}
     try:
         commander.update_measured(decode_state(sim.state_packet()), robot.time)
+        steps = _take_over(commander, sim, episode.pipeline.neutral_action(), period, state_every)
+        origin = next_frame_s = robot.time
         for tick in range(int(round(duration_s * config.lcm.command_rate_hz))):
-            now = tick * period
+            now = origin + tick * period
             if now + 1e-9 >= next_frame_s:
                 next_frame_s += 1.0 / settings.fps
                 image = policy_image(robot.render(), height, width)
