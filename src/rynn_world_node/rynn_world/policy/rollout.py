@@ -92,6 +92,7 @@ class _SimulatedLcmRobot:
                                 max_sequence_gap=controller.max_sequence_gap,
                                 limit_tolerance=controller.joint_limit_tolerance_rad)
         self.rejected = 0
+        self.steps = 0  # physics steps taken
         self._sequence = 0
 
     def receive(self, packet: bytes, now: float) -> None:
@@ -103,6 +104,7 @@ class _SimulatedLcmRobot:
         target, velocity = self.gate.joint_targets(self.robot.joint_positions())
         self.robot.set_joint_targets(target, velocity)
         self.robot.step()
+        self.steps += 1
 
     def state_packet(self) -> bytes:
         self._sequence += 1
@@ -119,27 +121,32 @@ def _wire(command) -> bytes:
                           enable=not command.hold, mode=MODE_HOLD if command.hold else MODE_POSITION)
 
 
+def _command_period(commander: RobotCommander, sim: _SimulatedLcmRobot, action: np.ndarray, now: float,
+                    period: float, state_every: int) -> str | None:
+    """One command period: ``action`` into the commander's inbox, its command over the wire to the robot, the
+    physics to the period's end with the state fed back every ``state_every`` steps; the inbox's refusal, if any."""
+    rejection = commander.submit_action(action, now)
+    command = commander.cycle(now)
+    if command is not None:
+        sim.receive(_wire(command), now)
+    while sim.robot.time < now + period - 1e-9:
+        sim.control_step(sim.robot.time)
+        if sim.steps % state_every == 0:
+            commander.update_measured(decode_state(sim.state_packet()), sim.robot.time)
+    return rejection
+
+
 def _take_over(commander: RobotCommander, sim: _SimulatedLcmRobot, rest: np.ndarray, period: float,
-               state_every: int) -> int:
-    """Command ``rest`` until the commander tracks (its approach after the start-up hold is over); returns
-    the physics steps taken. The robot's clock runs on; the trial starts from wherever it then is."""
-    robot, steps = sim.robot, 0
-    start = robot.time
+               state_every: int) -> None:
+    """Command ``rest`` until the commander tracks (its approach after the start-up hold is over). The
+    robot's clock runs on; the trial starts from wherever it then is."""
+    start = sim.robot.time
     while commander.phase != Phase.TRACKING:
-        now = robot.time
+        now = sim.robot.time
         if now - start > PRE_ROLL_MAX_S:
             raise RuntimeError(f"the bridge did not take the robot over within {PRE_ROLL_MAX_S} s "
                                f"(phase {commander.phase.name}); faults: {commander.faults(now)}")
-        commander.submit_action(rest, now)
-        command = commander.cycle(now)
-        if command is not None:
-            sim.receive(_wire(command), now)
-        while robot.time < now + period - 1e-9:
-            sim.control_step(robot.time)
-            steps += 1
-            if steps % state_every == 0:
-                commander.update_measured(decode_state(sim.state_packet()), robot.time)
-    return steps
+        _command_period(commander, sim, rest, now, period, state_every)
 
 
 def run_trial(policy, task: str, seed: int, settings: RolloutSettings = RolloutSettings(),
@@ -172,7 +179,7 @@ def run_trial(policy, task: str, seed: int, settings: RolloutSettings = RolloutS
     start_positions = {name: robot.data.body(name).xpos.round(4).tolist() for name in names}
     try:
         commander.update_measured(decode_state(sim.state_packet()), robot.time)
-        steps = _take_over(commander, sim, episode.pipeline.neutral_action(), period, state_every)
+        _take_over(commander, sim, episode.pipeline.neutral_action(), period, state_every)
         origin = next_frame_s = robot.time
         for tick in range(int(round(duration_s * config.lcm.command_rate_hz))):
             now = origin + tick * period
@@ -186,16 +193,8 @@ def run_trial(policy, task: str, seed: int, settings: RolloutSettings = RolloutS
                 if previous is None or settings.command_mode == "hold":
                     previous = newest
             fraction = min(1.0, (now - frame_started) * settings.fps)
-            if commander.submit_action(previous + fraction * (newest - previous), now):
+            if _command_period(commander, sim, previous + fraction * (newest - previous), now, period, state_every):
                 actions_rejected += 1
-            command = commander.cycle(now)
-            if command is not None:
-                sim.receive(_wire(command), now)
-            while robot.time < now + period - 1e-9:
-                sim.control_step(robot.time)
-                steps += 1
-                if steps % state_every == 0:
-                    commander.update_measured(decode_state(sim.state_packet()), robot.time)
         success = robot.task.success(robot.model, robot.data)
         return TrialResult(task, seed, bool(success), duration_s, int(round(duration_s * settings.fps)),
                            time.process_time() - started, sim.rejected, actions_rejected, robot.objects_off_table(),
