@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -40,6 +41,17 @@ def recorder(tmp_path):
     checkpoint.mkdir()
     (checkpoint / "weights.bin").write_bytes(b"\x01\x02")
     return EpisodeRecorder(RecorderSettings(tmp_path / "out", world_model_checkpoint=str(checkpoint)))
+
+
+def snapshot(live: Path, crashed: Path) -> None:
+    """Copy a recording directory while its recorder writes it, as a SIGKILL would leave it: a file renamed
+    away between the listing and the copy (the writer thread's atomic ``*.tmp`` -> final) is simply absent."""
+    def copy_if_still_there(source, target):
+        try:
+            return shutil.copy2(source, target)
+        except FileNotFoundError:
+            return target
+    shutil.copytree(live, crashed, copy_function=copy_if_still_there)
 
 
 def test_an_episode_started_before_the_mode_arrived_takes_the_first_mode_seen(recorder):
@@ -124,7 +136,7 @@ def test_recover_rebuilds_a_torn_bag_up_to_its_last_flush(recorder, tmp_path):
         recorder.offer("/rynn/action", ACTION, serialized_action(recorder, 0.01 * i, i), 10 + i)
     assert recorder.drain(30.0)
     crashed = tmp_path / "out" / "episode_0042"
-    shutil.copytree(tmp_path / "out" / name, crashed)  # the files exactly as a SIGKILL would leave them
+    snapshot(tmp_path / "out" / name, crashed)  # the files exactly as a SIGKILL would leave them
     mcap = crashed / f"{name}.mcap"
     with mcap.open("ab") as stream:
         stream.write(b"\x06" + (10**6).to_bytes(8, "little") + b"torn chunk")  # a record cut short
@@ -153,7 +165,7 @@ def test_recover_an_episode_killed_before_its_mcap_magic_reached_the_disk(record
     respawned recorder exited at every start-up (bench_soak): it is an episode with no message."""
     name = recorder.start("t", "o", 1, 0.0)
     crashed = tmp_path / "out" / "episode_0042"
-    shutil.copytree(tmp_path / "out" / name, crashed)
+    snapshot(tmp_path / "out" / name, crashed)
     mcap = crashed / f"{name}.mcap"
     mcap.write_bytes(MCAP_MAGIC[:torn_to])
     recorder.stop()
@@ -247,7 +259,7 @@ def test_recovery_keeps_the_offered_qos(recorder, tmp_path):
     name = recorder.start("t", "o", 1, 0.0)
     recorder.flush_if_due(recorder.settings.flush_period_s + 1.0)
     crashed = tmp_path / "out" / "episode_0077"
-    shutil.copytree(tmp_path / "out" / name, crashed)
+    snapshot(tmp_path / "out" / name, crashed)
     recover_episode(crashed)
     recorder.stop()
     info = yaml.safe_load((crashed / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
