@@ -283,9 +283,16 @@ class CommandEchoCheck:
     command it accepted. Anything other than a command this bridge sent (kept for
     the last ``history`` commands), or the echo seen before it sent anything
     (``rebaseline``), means the robot took another sender's command.
+
+    After ``rebaseline`` the states already on their way still echo the other sender's last
+    commands (a starved bridge reads them late, after the operator re-armed): until the robot
+    echoes a command of ours, or ``grace_s`` has passed, a foreign echo becomes the new baseline
+    instead of a fault. A sender that keeps commanding is caught once the grace ends.
     """
 
-    def __init__(self, history: int = 1000):
+    def __init__(self, history: int = 1000, grace_s: float = 1.0):
+        self.grace_s = float(grace_s)
+        self._grace_until = float("-inf")
         self._sent: dict[int, int] = {}
         self._history = int(history)
         self._first_sent: int | None = None
@@ -301,11 +308,13 @@ class CommandEchoCheck:
             self._first_sent = int(sequence)
         self._last_sent = int(sequence)
 
-    def rebaseline(self) -> None:
-        """Accept the robot's current echo as not foreign (the operator has resolved the conflict)."""
+    def rebaseline(self, now: float) -> None:
+        """Accept the robot's current echo, and for ``grace_s`` the ones still in flight, as not foreign
+        (the operator has resolved the conflict)."""
         self._baseline = self.latest_echo
+        self._grace_until = now + self.grace_s
 
-    def check(self, echo_sequence: int, echo_utime: int) -> str | None:
+    def check(self, echo_sequence: int, echo_utime: int, now: float) -> str | None:
         """None when the echo is a command of ours (or the baseline); else what the robot accepted instead."""
         echo = (int(echo_sequence), int(echo_utime))
         self.latest_echo = echo
@@ -315,8 +324,12 @@ class CommandEchoCheck:
             return None
         ours = self._sent.get(echo[0])
         if ours == echo[1]:
+            self._grace_until = float("-inf")  # the robot follows us again: strict from here
             return None
         if ours is None and self._first_sent is not None and self._first_sent <= echo[0] <= self._last_sent:
             return None  # one of ours, older than the history
+        if now < self._grace_until:
+            self._baseline = echo  # accepted before the re-arm, read after it
+            return None
         return (f"the robot accepted command sequence {echo[0]} (utime {echo[1]}) that this bridge did not send "
                 f"(its last: {self._last_sent}): another sender commands the robot")

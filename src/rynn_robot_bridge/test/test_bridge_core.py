@@ -508,8 +508,11 @@ def test_an_echo_of_another_senders_command_stops_commanding_until_the_operator_
     resumed = commander.cycle(0.007)
     assert resumed is not None and not resumed.hold and commander.approaches == 2
     assert measure(commander, measured, 0.008, echo=(ours.sequence + 50, 123)) == Fault.NONE  # the old echo: baseline
+    assert measure(commander, measured, 0.009, echo=(ours.sequence + 51, 123)) == Fault.NONE  # in flight at the re-arm
     assert measure(commander, measured, 0.010, echo=(resumed.sequence, resumed.utime)) == Fault.NONE
     assert "second_commander" not in commander.faults(0.010)
+    assert measure(commander, measured, 0.011, echo=(ours.sequence + 52, 123)) == Fault.NONE
+    assert "did not send" in commander.faults(0.011)["second_commander"]  # after our echo: a new conflict
 
 
 def test_command_sequences_start_above_any_earlier_run(limits):

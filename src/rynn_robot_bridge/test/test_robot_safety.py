@@ -156,14 +156,34 @@ def test_state_validator_rejects_and_counts_and_keeps_the_fault_for_the_hold_tim
 
 def test_echo_check_tells_our_commands_from_anothers():
     check = CommandEchoCheck(history=3)
-    assert check.check(41, 7) is None  # before we sent anything: the baseline
+    assert check.check(41, 7, now=0.0) is None  # before we sent anything: the baseline
     for sequence in range(100, 105):
         check.sent(sequence, sequence * 10)
-    assert check.check(104, 1040) is None and check.check(100, 999) is None  # ours; 100 is older than the history
-    assert "did not send" in check.check(104, 1)  # our number, another sender's utime
-    assert "did not send" in check.check(105, 1050)  # above anything we sent
-    assert "did not send" in check.check(42, 7)  # a lower sequence the robot accepted while we were stale
-    assert check.check(41, 7) is None
-    check.check(42, 7)
-    check.rebaseline()
-    assert check.check(42, 7) is None
+    assert check.check(104, 1040, now=0.0) is None and check.check(100, 999, now=0.0) is None  # ours; 100 is older than the history
+    assert "did not send" in check.check(104, 1, now=0.0)  # our number, another sender's utime
+    assert "did not send" in check.check(105, 1050, now=0.0)  # above anything we sent
+    assert "did not send" in check.check(42, 7, now=0.0)  # a lower sequence the robot accepted while we were stale
+    assert check.check(41, 7, now=0.0) is None
+    check.check(42, 7, now=0.0)
+    check.rebaseline(now=1.0)
+    assert check.check(42, 7, now=1.0) is None
+
+
+def test_after_a_rearm_echoes_still_in_flight_are_not_a_second_commander_but_a_new_one_is():
+    """The bridge re-armed having read the other sender's echo 42; states with its later commands 43, 44 were
+    already queued (a starved bridge reads them after the re-arm): they are the old conflict, not a new one.
+    Once the robot echoes a command of ours, or the grace has passed, any foreign echo is a fault again."""
+    check = CommandEchoCheck(grace_s=1.0)
+    check.check(41, 7, now=0.0)
+    check.sent(100, 1000)
+    check.check(42, 7, now=0.1)
+    check.rebaseline(now=0.2)
+    assert check.check(43, 7, now=0.3) is None and check.check(44, 7, now=0.4) is None
+    check.sent(101, 1010)
+    assert check.check(101, 1010, now=0.5) is None  # the robot follows us again
+    assert "did not send" in check.check(102, 7, now=0.6)  # within the grace, but after our echo
+    late = CommandEchoCheck(grace_s=1.0)
+    late.check(41, 7, now=0.0)
+    late.rebaseline(now=0.2)
+    assert late.check(42, 7, now=1.1) is None
+    assert "did not send" in late.check(43, 7, now=1.3)  # a sender still commanding after the grace

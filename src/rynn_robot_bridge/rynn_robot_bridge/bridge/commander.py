@@ -125,7 +125,7 @@ class RobotCommander:
                 return fault
             self._measured = np.asarray(state.position, dtype=np.float64).copy()
             self._measured_at = now
-            foreign = self.echo_check.check(state.last_command_sequence, state.last_command_utime)
+            foreign = self.echo_check.check(state.last_command_sequence, state.last_command_utime, now)
             if foreign and self.second_commander is None:
                 self.second_commander = foreign
             return Fault.NONE
@@ -236,7 +236,7 @@ class RobotCommander:
         if refusal:
             return False, f"refusing to resume real mode after another commander: {refusal}"
         cleared, self.second_commander = self.second_commander, None
-        self.echo_check.rebaseline()
+        self.echo_check.rebaseline(now)
         self._mode, self._phase, self._approach = Mode.REAL, Phase.HOLDING, None
         return True, f"resuming real mode from the measured pose (cleared: {cleared})"
 
