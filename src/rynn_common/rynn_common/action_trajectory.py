@@ -4,12 +4,17 @@ The suite's one Ruckig wrapper. The retarget smoother (200 Hz, each joint time-o
 own, new targets at the operator rate) and the bridge's safe approach to the real robot
 (reduced limits, all joints arriving together) differ only in the limits and the
 synchronisation they pass in.
+
+Ruckig's time synchronisation can fail numerically ("error in step 2") when it re-plans from a
+moving state towards a moved target; the Python binding raises ``RuckigError`` then. Such a cycle
+is planned again with each joint on its own (still within every limit, only not on a straight
+line) and counted in ``unsynchronized_steps``; the next cycle tries the synchronised plan again.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from ruckig import InputParameter, OutputParameter, Result, Ruckig, Synchronization
+from ruckig import InputParameter, OutputParameter, Result, Ruckig, RuckigError, Synchronization
 
 from rynn_common.action_layout import ACTION_DIM, LEFT_ARM, LEFT_HAND, RIGHT_ARM, RIGHT_HAND
 
@@ -36,8 +41,10 @@ class ActionTrajectory:
         self._input.max_velocity = np.asarray(max_velocity, dtype=np.float64).tolist()
         self._input.max_acceleration = np.asarray(max_acceleration, dtype=np.float64).tolist()
         self._input.max_jerk = np.asarray(max_jerk, dtype=np.float64).tolist()
-        self._input.synchronization = Synchronization.Phase if synchronized else Synchronization.No
+        self._synchronization = Synchronization.Phase if synchronized else Synchronization.No
+        self._input.synchronization = self._synchronization
         self.last_result = Result.Finished
+        self.unsynchronized_steps = 0  # synchronised cycles Ruckig failed to plan, planned per joint instead
         self.reset(start)
 
     def reset(self, position: np.ndarray) -> None:
@@ -56,7 +63,17 @@ class ActionTrajectory:
 
     def step(self) -> bool:
         """Advance one cycle; False (state unchanged, reason in ``last_result``) when Ruckig cannot plan."""
-        self.last_result = self._otg.update(self._input, self._output)
+        try:
+            self.last_result = self._otg.update(self._input, self._output)
+        except RuckigError:
+            if self._synchronization == Synchronization.No:
+                raise
+            self._input.synchronization = Synchronization.No
+            try:
+                self.last_result = self._otg.update(self._input, self._output)
+            finally:
+                self._input.synchronization = self._synchronization
+            self.unsynchronized_steps += 1
         if self.last_result not in (Result.Working, Result.Finished):
             return False
         self._output.pass_to_input(self._input)

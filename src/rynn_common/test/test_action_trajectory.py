@@ -1,6 +1,7 @@
 """The suite's one Ruckig wrapper: limits held, the two synchronisation modes, failures reported;
 and no second wrapper anywhere in the sources."""
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -72,6 +73,25 @@ def test_reset_stops_at_rest_where_asked():
     assert trajectory.step()
     np.testing.assert_array_equal(trajectory.position, np.full(ACTION_DIM, 0.2))
     np.testing.assert_array_equal(trajectory.velocity, np.zeros(ACTION_DIM))
+
+
+def test_a_synchronised_plan_ruckig_cannot_make_falls_back_to_one_cycle_per_joint():
+    """A state the bridge's approach met in a soak: Ruckig's synchronised plan raised and the bridge held the
+    robot. The cycle is planned per joint instead (within the limits) and the next tries synchronised again."""
+    case = json.loads((Path(__file__).parent / "data" / "ruckig_phase_sync_failure.json").read_text())
+    limits = [np.array(case[key]) for key in ("max_velocity", "max_acceleration", "max_jerk")]
+    trajectory = ActionTrajectory(RATE, *limits, start=np.array(case["current_position"]), synchronized=True)
+    trajectory._input.current_velocity = case["current_velocity"]
+    trajectory._input.current_acceleration = case["current_acceleration"]
+    trajectory.set_target(np.array(case["target_position"]))
+    before = trajectory.position
+    assert trajectory.step() and trajectory.unsynchronized_steps == 1
+    assert (np.abs(trajectory.velocity) <= limits[0] + 1e-9).all()
+    assert (np.abs(trajectory.position - before) * RATE <= limits[0] + 1e-6).all()
+    for _ in range(int(10 * RATE)):
+        assert trajectory.step()
+    assert trajectory.at_target and trajectory.unsynchronized_steps < 5
+    np.testing.assert_allclose(trajectory.position, case["target_position"], atol=1e-9)
 
 
 def test_no_other_module_drives_ruckig():
