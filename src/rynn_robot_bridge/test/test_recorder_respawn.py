@@ -115,9 +115,11 @@ def test_a_dead_readers_port_is_marked_not_ok_and_a_live_ones_is_left_alone(tmp_
     dead.wait(timeout=30)
     released = release_dead_ports()
 
-    for port in dead_ports:  # marked now, or already by this process's port watchdog
-        assert port in released.marked + released.already_not_ok, (port, released)
-        assert port_is_ok(port) is False, port
+    for port in dead_ports:  # marked now, or already by this process's port watchdog ...
+        if port in released.marked + released.already_not_ok:
+            assert port_is_ok(port) is not True, port
+        else:  # ... or a sender has already replaced it (Fast DDS's zombie test removes the lock file)
+            assert not (SHM_DIR / f"fastrtps_port{port}_el").exists(), (port, released)
     for port in live_ports:  # a live reader's lock is held: never touched
         assert port not in released.marked + released.already_not_ok + released.unrecognised, (port, released)
 
