@@ -193,10 +193,14 @@ def test_a_recorder_respawned_after_kills_back_to_back_hears_the_running_nodes(t
         spin_for(1.0)  # the graph's respawn_delay
         starting = start_recorder(start_process, config, f"recorder_{round_index}_killed_starting")
         deadline = time.monotonic() + STARTUP_DEADLINE_S
-        while not shared_memory_ports(starting.pid) and starting.poll() is None and time.monotonic() < deadline:
-            pass  # no sleep: caught the moment its participant opens its port, before its reader first waits
-        starting.send_signal(signal.SIGSTOP)
-        ports = shared_memory_ports(starting.pid)
+        while True:
+            while not shared_memory_ports(starting.pid) and starting.poll() is None and time.monotonic() < deadline:
+                pass  # no sleep: caught the moment its participant opens its port, before its reader first waits
+            starting.send_signal(signal.SIGSTOP)
+            ports = shared_memory_ports(starting.pid)
+            if ports or starting.poll() is not None or time.monotonic() >= deadline:
+                break
+            starting.send_signal(signal.SIGCONT)  # a lock file it only tried and closed again (a port in use): not its own
         assert ports, read_log(starting)
         spin_for(STOPPED_S)  # this node's port watchdog marks the port of a reader that was waiting or reading
         if any(port_is_ok(port) and maps_port(port) for port in ports):
