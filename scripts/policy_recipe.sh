@@ -23,7 +23,7 @@ if [[ ${FULL:-0} == 1 ]]; then
           --device "${DEVICE:-cuda}" --batch 8)
   POLICY=(--full-size --batch-size 8 --lr 1e-5 --lr-backbone 1e-5 --threads 0)
 else
-  EPISODES=${EPISODES:-130}; STEPS=${STEPS:-8000}; MAX_MINUTES=${MAX_MINUTES:-30}; TRIALS=${TRIALS:-30}
+  EPISODES=${EPISODES:-130}; STEPS=${STEPS:-8000}; MAX_MINUTES=${MAX_MINUTES:-40}; TRIALS=${TRIALS:-30}
   CAMERA=(--width 208 --height 128)  # the embedded world model's size
   ENGINE=(--config embedded_cpu --threads 1 --batch 4)
   POLICY=(--threads 1)
