@@ -3,17 +3,22 @@
 Builds the tracker, glove and retarget nodes in one process as the graph's operator container does
 (rynn_common.node_runner.run_components: in-process delivery where the tree has it), with real rclpy
 and DDS, and a recorder-like subscriber of /tf and the hands topic in a second process. Then it
-publishes ``--samples`` synthetic operator samples as fast as it can, each one tracker message and
-one glove message (``publish_frame`` of each node), while an executor thread spins the nodes (it
-delivers whatever the retarget node still receives over DDS). Printed: CPU microseconds per sample
-of the publishing thread and of the executor thread (``time.thread_time``), so the figure does not
-depend on how busy the machine is. The retarget worker and the 200 Hz loop are not counted (they
-cost per second, not per message; bench_node_cpu.py measures them).
+publishes ``--samples`` synthetic operator samples at ``--rate`` Hz (0: as fast as it can), each one
+tracker message and one glove message (``publish_frame`` of each node), while an executor thread spins
+the nodes (it delivers whatever the retarget node still receives over DDS). Printed: CPU microseconds
+per sample of the publishing thread and of the executor thread (``time.thread_time``) and of the
+recorder-like subscriber process, so the figure does not depend on how busy the machine is. The
+retarget worker and the 200 Hz loop are not counted (they cost per second, not per message;
+bench_node_cpu.py measures them).
+
+``--dds-rates 0,30`` measures, side by side in each repeat, the composed publishers putting every sample
+on DDS (0) and at most 30 a second (the tracker and glove nodes' ``dds_rate_hz``; every sample still
+reaches the retarget node in-process).
 
 Compare two trees by running this file from each (``git archive main | tar -x -C DIR``, copy this
 file in): a tree without rynn_common.local_delivery delivers over DDS only.
 
-    .venv/bin/python benchmarks/bench_operator_messages.py [--samples 3000] [--repeats 3]
+    .venv/bin/python benchmarks/bench_operator_messages.py [--samples 3000] [--repeats 3] [--rate 120] [--dds-rates 0,30]
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+import psutil
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "src" / p) for p in ("rynn_common", "rynn_retarget")]
@@ -57,6 +64,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=3000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rate", type=float, default=120.0, help="operator samples a second (0: as fast as possible)")
+    parser.add_argument("--dds-rates", default="",
+                        help="comma-separated dds_rate_hz of the composed publishers, measured in turn (default: as configured)")
     options = parser.parse_args()
 
     try:
@@ -69,13 +79,13 @@ def main() -> None:
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert listener.stdout.readline().strip() == "listening"
-        measure(options, connect_local)
+        measure(options, connect_local, psutil.Process(listener.pid))
     finally:
         listener.terminate()
         listener.wait(timeout=10)
 
 
-def measure(options, connect_local) -> None:
+def measure(options, connect_local, listener: psutil.Process) -> None:
     import rclpy
     from rclpy.experimental import EventsExecutor
 
@@ -108,26 +118,42 @@ def measure(options, connect_local) -> None:
         time.sleep(0.1)
     operator = SyntheticOperator()
     frames = [operator.frame_at(i / 120.0) for i in range(options.samples)]
-    print(f"in-process: {', '.join(linked) or 'none'}; {options.samples} samples per repeat")
+    print(f"in-process: {', '.join(linked) or 'none'}; {options.samples} samples per repeat at "
+          f"{options.rate:g} Hz; {os.cpu_count()} cores, load avg {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    dds_rates = [float(rate) for rate in options.dds_rates.split(",")] if options.dds_rates else [None]
+    period = 1.0 / options.rate if options.rate > 0 else 0.0
     try:
         for repeat in range(options.repeats):
-            spinning = True
-            thread = threading.Thread(target=spin)
-            thread.start()
-            accepted_before = retarget.stats.snapshot().dropped.get("superseded_tracker_sample", 0)
-            start = time.thread_time()
-            for frame in frames:
-                tracker.publish_frame(frame)
-                glove.publish_frame(frame)
-            publishing = time.thread_time() - start
-            time.sleep(1.0)  # let the executor take what DDS still delivers
-            spinning = False
-            thread.join()
-            superseded = retarget.stats.snapshot().dropped.get("superseded_tracker_sample", 0) - accepted_before
-            per_sample = 1e6 / options.samples
-            print(f"repeat {repeat}: publishing thread {publishing * per_sample:7.1f} us/sample, executor thread "
-                  f"{executor_cpu[0] * per_sample:7.1f} us/sample, total {(publishing + executor_cpu[0]) * per_sample:7.1f}"
-                  f" us/sample; retarget node took {superseded} samples as superseded (it received them)")
+            for dds_rate in dds_rates:
+                label = "" if dds_rate is None else f"dds_rate_hz {dds_rate:g}: "
+                if dds_rate is not None:
+                    for publisher in (tracker.publisher, glove.publisher):
+                        publisher.dds_interval_s = 1.0 / dds_rate if dds_rate > 0 else 0.0
+                spinning = True
+                thread = threading.Thread(target=spin)
+                thread.start()
+                accepted_before = retarget.stats.snapshot().dropped.get("superseded_tracker_sample", 0)
+                listener_before = sum(listener.cpu_times()[:2])
+                start = time.thread_time()
+                next_sample = time.monotonic()
+                for frame in frames:
+                    tracker.publish_frame(frame)
+                    glove.publish_frame(frame)
+                    next_sample += period
+                    delay = next_sample - time.monotonic()
+                    if delay > 0:
+                        time.sleep(delay)
+                publishing = time.thread_time() - start
+                time.sleep(1.0)  # let the executor and the listener take what DDS still delivers
+                spinning = False
+                thread.join()
+                listener_cpu = sum(listener.cpu_times()[:2]) - listener_before
+                superseded = retarget.stats.snapshot().dropped.get("superseded_tracker_sample", 0) - accepted_before
+                per_sample = 1e6 / options.samples
+                print(f"repeat {repeat}: {label}publishing thread {publishing * per_sample:7.1f} us/sample, executor thread "
+                      f"{executor_cpu[0] * per_sample:7.1f}, composed total {(publishing + executor_cpu[0]) * per_sample:7.1f}"
+                      f" us/sample; recorder-like subscriber {listener_cpu * per_sample:7.1f} us/sample; retarget node "
+                      f"took {superseded} samples in (superseded: it received them)", flush=True)
     finally:
         for node in reversed(nodes):
             executor.remove_node(node)

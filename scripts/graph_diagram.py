@@ -89,8 +89,9 @@ def rates(model_config: str, realsense_fps: float) -> dict[str, str]:
     glove = ("rynn_retarget", "", "rynn_retarget.operator.feed.GloveNodeSettings")
     state_publisher = ("rynn_robot_bridge", "", "rynn_robot_bridge.robot_state.RobotStatePublisherSettings")
     return {
-        "trackers": hz(setting(*tracker, "rate_hz")),
-        "gloves": hz(setting(*glove, "rate_hz")),
+        # composed, the retarget node gets every sample in-process and DDS (recorder, viewers) at most dds_rate_hz
+        "trackers": f"{hz(setting(*tracker, 'rate_hz'))} (composed: <= {hz(setting(*tracker, 'dds_rate_hz'))} on DDS)",
+        "gloves": f"{hz(setting(*glove, 'rate_hz'))} (composed: <= {hz(setting(*glove, 'dds_rate_hz'))} on DDS)",
         "action": hz(setting(*retarget, "smoothing.rate_hz")),
         "solve": f"<= {hz(setting(*retarget, 'max_solve_rate_hz'))}",
         "command_state": f"<= {hz(setting(*retarget, 'command_state_rate_hz'))}",

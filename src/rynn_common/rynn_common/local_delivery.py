@@ -7,6 +7,11 @@ own process that ``connect_local`` linked to it: on the publisher's thread, befo
 returns, without serialising it for them or deserialising it. The callback gets the publisher's
 object for the duration of the call: it may read it, not keep or change it (publishers refill it).
 
+Linked, a publisher given ``dds_rate_hz`` puts at most that many messages a second on DDS (every one
+still goes in-process): the 120 Hz operator samples feed the in-process solver one by one, while the
+recorder and viewers get what they need, without a serialise, a DDS write and a recorder write for each
+sample. Not linked (its subscribers in other processes), it publishes every message.
+
 A linked subscription still listens on DDS (raw), so publishers in other processes reach it as
 before; the DDS copy of a message it already got in-process is recognised by its bytes (the
 publisher serialises once and tells its linked subscriptions those bytes first) and dropped
@@ -23,6 +28,7 @@ on the loaded machine, composed: its /rynn/status and /diagnostics stopped (benc
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from typing import Callable
 
@@ -38,12 +44,16 @@ EXPECTED_COPIES = 1000
 
 
 class LocalPublisher:
-    """``node.create_publisher(...)`` that can also deliver in-process (``connect_local``)."""
+    """``node.create_publisher(...)`` that can also deliver in-process (``connect_local``); linked, at most
+    ``dds_rate_hz`` messages a second go out on DDS as well (0: every message)."""
 
-    def __init__(self, node: Node, msg_type, topic: str, qos):
+    def __init__(self, node: Node, msg_type, topic: str, qos, dds_rate_hz: float = 0.0):
         self.msg_type = msg_type
         self.publisher = node.create_publisher(msg_type, topic, qos)
         self.local_subscriptions: tuple[LocalSubscription, ...] = ()
+        self.dds_interval_s = 1.0 / dds_rate_hz if dds_rate_hz > 0 else 0.0
+        self.dds_skipped = 0  # linked: messages delivered in-process only
+        self._next_dds_s = float("-inf")
 
     @property
     def topic_name(self) -> str:
@@ -53,12 +63,23 @@ class LocalPublisher:
         if not self.local_subscriptions:
             self.publisher.publish(msg)
             return
-        data = serialize_message(msg)  # what publish(msg) does inside; the DDS copies carry these bytes
-        for subscription in self.local_subscriptions:
-            subscription.expect_copy(data)
-        self.publisher.publish(data)
+        if self._dds_due(time.monotonic()):
+            data = serialize_message(msg)  # what publish(msg) does inside; the DDS copies carry these bytes
+            for subscription in self.local_subscriptions:
+                subscription.expect_copy(data)
+            self.publisher.publish(data)
+        else:
+            self.dds_skipped += 1
         for subscription in self.local_subscriptions:
             subscription.callback(msg)
+
+    def _dds_due(self, now: float) -> bool:
+        """Every ``dds_interval_s`` on average (a late message does not bring the next one forward)."""
+        if now < self._next_dds_s:
+            return False
+        following = self._next_dds_s + self.dds_interval_s
+        self._next_dds_s = following if following > now else now + self.dds_interval_s
+        return True
 
 
 class LocalSubscription:

@@ -2,6 +2,7 @@
 hear other publishers of the topic."""
 
 import threading
+import time
 
 import pytest
 
@@ -90,3 +91,48 @@ def test_a_subscription_with_required_bytes_never_deserialises_messages_without_
     finally:
         executor.shutdown()
         consumer.destroy_node()
+
+
+def test_a_linked_publisher_puts_at_most_dds_rate_hz_on_dds_and_every_message_in_process(ros_node):
+    """The operator container's 120 Hz samples: every one to the solver, the recorder's and viewers' share on DDS."""
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+    from std_msgs.msg import String
+
+    from rynn_common.local_delivery import LocalPublisher, LocalSubscription, connect_local
+
+    context = ros_node.context
+    source, consumer, lone = (Node(name, context=context) for name in ("source", "consumer", "lone"))
+    executor = SingleThreadedExecutor(context=context)
+    try:
+        got, dds_got, lone_got = [], [], []
+        source.output = LocalPublisher(source, String, "/test/dds_rate", 10, dds_rate_hz=1.0)
+        consumer.input = LocalSubscription(consumer, String, "/test/dds_rate", lambda msg: got.append(msg.data), 100)
+        lone.output = LocalPublisher(lone, String, "/test/dds_rate_lone", 10, dds_rate_hz=1.0)  # no one in-process
+        ros_node.create_subscription(String, "/test/dds_rate", lambda msg: dds_got.append(msg.data), 100)
+        ros_node.create_subscription(String, "/test/dds_rate_lone", lambda msg: lone_got.append(msg.data), 100)
+        assert connect_local([source, consumer, lone]) == ["/test/dds_rate"]
+        executor.add_node(consumer)
+        spin = lambda: (executor.spin_once(timeout_sec=0.02), ros_node.spin_once(0.02))  # noqa: E731
+        assert wait_until(lambda: source.output.publisher.get_subscription_count() == 2
+                          and lone.output.publisher.get_subscription_count() == 1, 10.0)
+
+        for i in range(40):  # back to back: well within one second
+            source.output.publish(String(data=f"sample {i}"))
+            if i < 5:
+                lone.output.publish(String(data=f"lone {i}"))
+        assert got == [f"sample {i}" for i in range(40)] and source.output.dds_skipped == 39
+        assert wait_until(lambda: dds_got == ["sample 0"] and consumer.input.copies_dropped == 1
+                          and len(lone_got) == 5, 10.0, spin=spin)
+        assert lone_got == [f"lone {i}" for i in range(5)] and lone.output.dds_skipped == 0  # not linked: all on DDS
+        time.sleep(1.0)
+        source.output.publish(String(data="a second later"))
+        assert wait_until(lambda: dds_got == ["sample 0", "a second later"] and consumer.input.copies_dropped == 2,
+                          10.0, spin=spin)
+        for _ in range(20):
+            spin()
+        assert len(got) == 41 and len(dds_got) == 2  # no copy delivered twice
+    finally:
+        executor.shutdown()
+        for node in (source, consumer, lone):
+            node.destroy_node()

@@ -52,4 +52,4 @@ def test_the_glove_node_writes_the_recorded_hands_with_the_recorded_stream_profi
     """At LIVE_QOS's 10 a starved recorder lost 957 hands samples in a 30-minute soak."""
     glove_node = (SOURCES / "rynn_retarget/rynn_retarget/nodes/glove_node.py").read_text()
     writers = re.findall(r"(?:LocalPublisher|create_publisher)\([^)]*\)", glove_node)
-    assert writers == ["LocalPublisher(self, BimanualSkeleton, topic, RECORDED_STREAM_QOS)"], writers
+    assert writers == ["LocalPublisher(self, BimanualSkeleton, topic, RECORDED_STREAM_QOS, self.settings.dds_rate_hz)"], writers

@@ -26,8 +26,8 @@ class GloveNode(OperatorInputNode):
         super().__init__("glove_node", **node_options)
         self.frames = {"left": self.settings.frames.left_wrist, "right": self.settings.frames.right_wrist}
         topic = self.settings.topic
-        # composed with the retarget node: its hands input in-process
-        self.publisher = LocalPublisher(self, BimanualSkeleton, topic, RECORDED_STREAM_QOS)
+        # composed with the retarget node: its hands input in-process, every sample; DDS at most dds_rate_hz
+        self.publisher = LocalPublisher(self, BimanualSkeleton, topic, RECORDED_STREAM_QOS, self.settings.dds_rate_hz)
         self.message: BimanualSkeleton | None = None  # the last one, refilled for the next
         self.start_feed()
         self.get_logger().info(

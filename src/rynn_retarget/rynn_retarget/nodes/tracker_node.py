@@ -2,7 +2,8 @@
 
 Publishes ``frames.world -> frames.<tracker>`` for chest, left/right wrist and
 left/right upper arm at the source rate (100-120 Hz for Vive trackers), stamped
-with this node's clock when the sample is taken.
+with this node's clock when the sample is taken. Composed with the retarget node, that node gets
+every sample in-process and DDS at most ``dds_rate_hz`` of them (rynn_common.local_delivery).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ class TrackerNode(OperatorInputNode):
         frames = self.settings.frames
         self.world_frame = frames.world
         self.tracker_frames = {name: getattr(frames, name) for name in TRACKER_NAMES}
-        self.publisher = LocalPublisher(self, TFMessage, TF_TOPIC, TF_QOS)  # composed: retarget's /tf in-process
+        # composed: retarget's /tf in-process, every sample; DDS (recorder, viewers) at most dds_rate_hz
+        self.publisher = LocalPublisher(self, TFMessage, TF_TOPIC, TF_QOS, self.settings.dds_rate_hz)
         self.message: TFMessage | None = None  # the last one, refilled for the next
         self.start_feed(self.settings.openvr.by_role())
         self.get_logger().info(

@@ -47,6 +47,11 @@ class SourceSettings:
 
     source: str = "synthetic"  # one of SOURCE_KINDS
     rate_hz: float = 120.0
+    # Composed with the retarget node (the operator container), which takes every sample in-process: at most
+    # this many a second also go out on DDS, for the recorder (a replayed bag feeds the solver at its own
+    # max_solve_rate_hz, 30) and the viewers (the console draws at <= 30 Hz); 0 = every sample. In its own
+    # process the node publishes every sample (its subscribers are all elsewhere).
+    dds_rate_hz: float = 30.0
     synthetic: SyntheticInput = field(default_factory=SyntheticInput)
     replay: ReplayInput = field(default_factory=ReplayInput)
     udp: UdpInput = field(default_factory=UdpInput)
