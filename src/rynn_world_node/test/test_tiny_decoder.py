@@ -184,3 +184,17 @@ def test_packaging_ships_only_above_the_bar_and_rewrites_its_card_section(tmp_pa
     assert card.count(TINY_SECTION) == 1 and "| encoded | 2 | 32.50 |" in card and "31.00" not in card
     assert card.index(TINY_SECTION) < card.index("## Limits") and card.endswith("- y\n")
     assert TinyVideoDecoder.from_pretrained(str(target / TINY_DECODER_DIR)).config.latent_width == 16
+
+
+def test_a_distillation_starts_from_a_given_tiny_decoder_of_its_architecture(tmp_path):
+    from rynn_world.training.distill_tiny_decoder import initial_decoder
+
+    shipped = tmp_path / "packaged"
+    tiny_decoder(7).save_pretrained(str(shipped / TINY_DECODER_DIR))
+    cfg = TinyDecoderConfig(model="tiny", decoder={"latent_width": 16, "frame_widths": [8, 8]}, init_checkpoint=str(shipped))
+    started = initial_decoder(cfg, CONFIG).state_dict()
+    assert all(torch.equal(started[k], v) for k, v in tiny_decoder(7).state_dict().items())
+    fresh = initial_decoder(dataclasses.replace(cfg, init_checkpoint=""), CONFIG).state_dict()
+    assert any(not torch.equal(fresh[k], v) for k, v in started.items())
+    with pytest.raises(ValueError, match="not a tiny decoder of the config's architecture"):
+        initial_decoder(dataclasses.replace(cfg, decoder={"latent_width": 32, "frame_widths": [8, 8]}), CONFIG)

@@ -107,6 +107,9 @@ class TinyDecoderConfig:
     model: str = "embedded_cpu"
     teacher_checkpoint: str = ""  # dir with vae/ and transformer/; "" = the packaged checkpoint of `model`
     decoder: dict = field(default_factory=dict)  # TinyVideoDecoder arguments (latent_width, frame_widths, ...)
+    # start from this tiny decoder (a checkpoint dir with tiny_decoder/, or tiny_decoder/ itself) instead of fresh
+    # weights: a VAE decoder fine-tuned under the same encoder needs only a short re-distillation
+    init_checkpoint: str = ""
     # share of training clips decoded from the causal student's generated latents (what serving
     # decodes) rather than from the VAE encoder's latents of real frames
     generated_fraction: float = 0.5

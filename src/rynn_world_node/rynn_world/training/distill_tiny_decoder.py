@@ -158,6 +158,21 @@ def held_out_scores(decoder: TinyVideoDecoder, pairs: list[dict]) -> dict:
     return scores
 
 
+def initial_decoder(cfg: TinyDecoderConfig, config: WorldModelConfig) -> TinyVideoDecoder:
+    """Fresh weights of ``cfg.decoder``'s architecture, or ``cfg.init_checkpoint``'s tiny decoder (which must
+    have that architecture: the recipe names what it trains)."""
+    decoder = TinyVideoDecoder(latent_channels=config.latent_channels, temporal_upsample=config.temporal_compression,
+                               spatial_upsample=config.spatial_compression, **cfg.decoder)
+    if cfg.init_checkpoint:
+        path = Path(cfg.init_checkpoint)
+        path = path / TINY_DECODER_DIR if (path / TINY_DECODER_DIR).is_dir() else path
+        try:
+            decoder.load_state_dict(TinyVideoDecoder.from_pretrained(str(path)).state_dict())
+        except RuntimeError as error:
+            raise ValueError(f"init_checkpoint {path} is not a tiny decoder of the config's architecture: {error}") from None
+    return decoder
+
+
 def distill_tiny_decoder(cfg: TinyDecoderConfig, resume: str | None = "latest") -> Path:
     if cfg.loss_margin and (cfg.latent_crop is None or 2 * cfg.loss_margin >= min(cfg.latent_crop)):
         raise ValueError(f"loss_margin {cfg.loss_margin} needs a latent_crop more than twice as large, got {cfg.latent_crop}")
@@ -168,8 +183,7 @@ def distill_tiny_decoder(cfg: TinyDecoderConfig, resume: str | None = "latest") 
     eval_pairs = build_pairs(cfg.eval_data, cfg, teacher, output / "pairs_held_out.pt", "teacher decodes (held out)")
     config = get_config(cfg.model)
     torch.manual_seed(cfg.run.seed)
-    decoder = TinyVideoDecoder(latent_channels=config.latent_channels, temporal_upsample=config.temporal_compression,
-                               spatial_upsample=config.spatial_compression, **cfg.decoder)
+    decoder = initial_decoder(cfg, config)
     decoder = decoder.to(memory_format=torch.channels_last).train()  # oneDNN's fast layout on the CPU
     optimizer = adamw(decoder.parameters(), cfg.optim)
     scheduler = lr_schedule(optimizer, cfg.optim, cfg.run.steps)
