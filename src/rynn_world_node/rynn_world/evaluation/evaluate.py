@@ -9,7 +9,8 @@ generated frames (frame 0, the given reference, excluded). Action grounding: the
 the same clip with another held-out episode's skeleton stream; the gap is own minus mismatched
 (a model that ignores the action scores ~0). Interaction: PSNR inside the region of the objects
 that move in a clip (``evaluation.interaction``), a table and ``interaction.png``. Per clip a
-side-by-side MP4 is written: ground truth | skeleton | student.
+side-by-side MP4 is written: ground truth | skeleton | student, and ``side_by_side.png`` draws the first
+clip of up to three tasks where an object moves as generated | real | copy (``evaluation.side_by_side``).
 
     python -m rynn_world.evaluation.evaluate --config src/rynn_world_node/config/eval_cpu.yaml
 """
@@ -39,6 +40,7 @@ from ..training.export import load_or_build_transformer, load_vae
 from .generation import method_video
 from .interaction import MOVED_M, interaction_region, moved_objects, region_psnr
 from .metrics import SKIPPED, FVDMetric, LPIPSMetric, psnr, ssim
+from .side_by_side import SIDE_BY_SIDE_PNG, Example, ExamplePicker, plot_side_by_side
 
 METHODS = ("copy_reference", "teacher", "student_no_dmd", "student")
 INTERACTION_PNG = "interaction.png"
@@ -119,7 +121,7 @@ def evaluate(cfg: EvalConfig) -> dict:
     chosen = held_out_clip_indices(clips, cfg.max_clips_per_task)
     lpips, fvd = LPIPSMetric(cfg.lpips_weights), {m: FVDMetric(cfg.i3d_weights) for m in METHODS}
     encoded = {i: encode_clip(vae, clips[i]) for i in chosen} if "teacher" in models else {}
-    rows = []
+    rows, picker = [], ExamplePicker()
     for n, i in enumerate(tqdm(chosen, desc="evaluate")):
         clip = clips[i]
         truth = clip.frames[1:]
@@ -140,6 +142,8 @@ def evaluate(cfg: EvalConfig) -> dict:
             row["interaction"] = {"region_pixels": int(region.sum()), "moved": moved_objects(clip)} | {
                 name: region_psnr(video, truth, region) for name, video in videos.items()}
         grounded = cfg.grounding_method or ("student" if "student" in models else next(iter(models)))
+        picker.offer(Example(clip.source_id, clip.task, videos[grounded], truth, videos["copy_reference"]),
+                     moved=region is not None)
         other = grounding_partner(clips, chosen, n)
         if other is not None:
             mismatched = generate(grounded, other, cfg.seed + n)
@@ -155,6 +159,8 @@ def evaluate(cfg: EvalConfig) -> dict:
     (out / "results.md").write_text(markdown_table(report))
     if report["interaction"]:
         plot_interaction(report, out / INTERACTION_PNG)
+    if picker.examples:
+        plot_side_by_side(picker.examples, out / SIDE_BY_SIDE_PNG, config.fps)
     return report
 
 
