@@ -143,3 +143,11 @@ def test_packaging_a_finetune_swaps_the_transformer_and_writes_its_section(finet
     save_file({k: v + 1e-3 for k, v in load_file(str(vae_file)).items()}, str(vae_file))
     with pytest.raises(ValueError, match="another VAE"):
         package_finetune("tiny", other_vae, [evaluation], "student_no_dmd", [finetune_yaml, recipe], target)
+    decoder_only = tmp_path / "decoder_only"  # a fine-tuned decoder under the same encoder: same latent space
+    shutil.copytree(root / "finetune" / "final_warmup", decoder_only)
+    vae_file = decoder_only / "vae" / "diffusion_pytorch_model.safetensors"
+    save_file({k: v + 1e-3 if k.startswith(("decoder.", "post_quant_conv.")) else v
+               for k, v in load_file(str(vae_file)).items()}, str(vae_file))
+    package_finetune("tiny", decoder_only, [evaluation], "student_no_dmd", [finetune_yaml, recipe], target)
+    assert (target / "vae" / "diffusion_pytorch_model.safetensors").read_bytes() != vae_file.read_bytes(), \
+        "the fine-tune swaps the transformer only"

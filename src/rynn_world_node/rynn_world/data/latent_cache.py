@@ -1,6 +1,6 @@
 """VAE latents of clips, computed once and kept on disk so DiT training never re-runs the VAE.
 
-Cache layout: <dir>/index.json {"vae": fingerprint, "data": the clips' description, "clips": [{"file", "task",
+Cache layout: <dir>/index.json {"vae": the encoder's fingerprint, "data": the clips' description, "clips": [{"file", "task",
 "source_id"}]} and
 one <dir>/<n>.safetensors per clip holding `latents` and `control`, both (C, F, h, w) in the DiT's
 normalised latent space. The control video's frame 0 is black (the null action), exactly what the
@@ -20,11 +20,17 @@ from ..model.vae import StreamingVAEEncoder, rgb_to_tensor
 from .clips import Clip
 
 
-def vae_fingerprint(vae) -> str:
+def encoder_fingerprint(vae) -> str:
+    """What a VAE's latents depend on: its encoder's weights and the latent statistics that normalise them.
+    A decoder fine-tuned under a frozen encoder keeps the fingerprint (and the DiT, the caches, the tiny
+    control encoder trained on those latents stay valid)."""
     digest = hashlib.sha256()
-    for name, tensor in sorted(vae.state_dict().items()):
+    encoder = {f"encoder.{k}": v for k, v in vae.encoder.state_dict().items()}
+    encoder |= {f"quant_conv.{k}": v for k, v in vae.quant_conv.state_dict().items()}
+    for name, tensor in sorted(encoder.items()):
         digest.update(name.encode())
         digest.update(tensor.detach().float().cpu().numpy().tobytes())
+    digest.update(json.dumps([vae.config.latents_mean, vae.config.latents_std]).encode())
     return digest.hexdigest()[:16]
 
 
@@ -50,7 +56,7 @@ def cache_is_current(directory, vae, data: dict | None = None) -> bool:
     if not index.is_file():
         return False
     made = json.loads(index.read_text())
-    return made.get("vae") == vae_fingerprint(vae) and (data is None or made.get("data") == data)
+    return made.get("vae") == encoder_fingerprint(vae) and (data is None or made.get("data") == data)
 
 
 def cache_latents(clips, vae, directory, progress: bool = True, data: dict | None = None) -> Path:
@@ -59,7 +65,7 @@ def cache_latents(clips, vae, directory, progress: bool = True, data: dict | Non
     directory = Path(directory)
     if cache_is_current(directory, vae, data):
         return directory
-    fingerprint = vae_fingerprint(vae)
+    fingerprint = encoder_fingerprint(vae)
     index = directory / "index.json"
     directory.mkdir(parents=True, exist_ok=True)
     entries = []

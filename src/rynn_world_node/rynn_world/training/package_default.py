@@ -15,19 +15,20 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
+import torch
 import yaml
 
 from rynn_common.config_io import load_config
 
 from .. import checkpoints
-from ..data.latent_cache import vae_fingerprint
+from ..data.latent_cache import encoder_fingerprint
 from ..evaluation.curves import CURVES_JSON, CURVES_PNG
 from ..evaluation.evaluate import INTERACTION_PNG, markdown_table
 from ..live_session import SessionSettings
 from ..model.configs import get_config
 from ..model.tiny_decoder import TINY_DECODER_DIR
 from ..model.tiny_encoder import TINY_ENCODER_DIR
-from .config import DistillConfig
+from .config import DistillConfig, VAETrainConfig
 from .export import load_or_build_transformer, load_vae
 
 CHECKPOINTS_DIR = Path(checkpoints.__file__).parent
@@ -389,9 +390,9 @@ def package_finetune(config_name: str, checkpoint: Path, evaluations: list[tuple
                      recipe: list[Path], target: Path, data_commands: list[str] = ()) -> Path:
     """Swap the packaged transformer for a fine-tuned one of the same VAE and write the card's section."""
     config = get_config(config_name)
-    if vae_fingerprint(load_vae(config, str(checkpoint))) != vae_fingerprint(load_vae(config, str(target))):
-        raise ValueError(f"{checkpoint} has another VAE than {target}: its tiny decoder and tiny control encoder "
-                         "were distilled from the packaged one (package the whole recipe instead)")
+    if encoder_fingerprint(load_vae(config, str(checkpoint))) != encoder_fingerprint(load_vae(config, str(target))):
+        raise ValueError(f"{checkpoint} has another VAE encoder than {target}: the fine-tuned transformer works in "
+                         "another latent space than the packaged tiny control encoder (package the whole recipe instead)")
     results = [tuple(json.loads(path.read_text()) for path in pair) for pair in evaluations]
     after_dir = evaluations[0][1].parent
     curves = json.loads((after_dir / CURVES_JSON).read_text()) if (after_dir / CURVES_JSON).is_file() else None
@@ -405,6 +406,99 @@ def package_finetune(config_name: str, checkpoint: Path, evaluations: list[tuple
                   count=1, flags=re.MULTILINE)
     (target / "MODEL_CARD.md").write_text(card)
     _write_section(target, FINETUNE_SECTION, section)
+    return target
+
+
+DECODER_SECTION = "## VAE decoder fine-tuned on task scenes (the shipped decoder)"
+
+
+def _ceiling_rows(before: dict, after: dict, old: str, new: str) -> str:
+    """A clip set's served ceiling (each clip's own VAE reconstruction composited as served) before and after."""
+    if {k: before[k] for k in ("data", "episodes", "stride")} != {k: after[k] for k in ("data", "episodes", "stride")}:
+        raise ValueError("the ceilings before and after must score the same clips")
+    copy = after["copy_reference"]
+    rows = [f"| {after['clips']} clips, `{after['data']}` episodes {after['episodes']} | copy the reference | | "
+            f"{copy['psnr']:.2f} | {copy['ssim']:.3f} |"]
+    for name, report, key in (("before", before, old), ("after (shipped)", after, new)):
+        figures = report["checkpoints"][key]
+        rows.append(f"| | {name} | {figures['reconstruction_psnr']:.2f} | {figures['served_psnr']:.2f} | "
+                    f"{figures['served_ssim']:.3f} |")
+    return "\n".join(rows)
+
+
+def decoder_section(checkpoint: Path, evaluations: list[tuple[dict, dict]], ceilings: list[tuple[dict, dict]],
+                    method: str, recipe: list[Path]) -> str:
+    """The card's section for a VAE decoder fine-tuned under the packaged encoder: its data, the served
+    ceiling (what any DiT decoded by it can reach) and the shipped transformer served through it, before
+    and after."""
+    vae_config = load_config(VAETrainConfig, recipe[0])
+    data = vae_config.data
+    roots = [(data.root, data.exclude_episodes, data.episodes, data.stride),
+             *((r.root, r.exclude_episodes, r.episodes, r.stride or data.stride) for r in data.more_roots)]
+    mix = "\n".join(f"- `{root}`: " + (f"episodes {keep}" if keep else "every episode") +
+                    (f" except {drop}" if drop else "") + f", {data.clip_frames}-frame clips every {stride} frames"
+                    for root, drop, keep, stride in roots)
+    ceiling_tables = "\n".join(_ceiling_rows(before, after, *(next(iter(r["checkpoints"])) for r in (before, after)))
+                               for before, after in ceilings)
+    tables = "\n".join(_served_rows(before, after, method) for before, after in evaluations)
+    verdicts = "\n".join(f"- `{after['config']['data']['root']}`: {_beats_copy_reference(after['summary'], method)[1]}."
+                         for _, after in evaluations)
+    scored = ", ".join(f"`{recipe_command(p)}`" for p in recipe[2:])
+    return f"""{DECODER_SECTION}
+The VAE's decoder, fine-tuned ({vae_config.run.steps} steps, lr {vae_config.optim.lr:.0e}, batch {vae_config.run.batch_size},
+{vae_config.crop[0]}x{vae_config.crop[1]} crops of {vae_config.clip_frames}-frame clips) with the encoder and the latent
+statistics frozen, so the transformer, the tiny control encoder and every latent cache stay valid (packaging checks
+the encoder's fingerprint), on a mix of plain and task scenes (`{checkpoint}`):
+
+{mix}
+
+1. `{recipe_command(recipe[0])}`
+2. `python -m rynn_world.training.distill_tiny_decoder --config {recipe[1]}` (the tiny decoder again, from this
+   decoder; section "{TINY_SECTION[3:]}")
+3. `python -m rynn_world.training.package_default --decoder {checkpoint} --tiny-decoder RUN --recipe ...`
+
+Ceiling: each held-out clip's own reconstruction by the VAE, composited on the reference as the node serves it
+(`benchmarks/bench_vae_reconstruction.py --served`): what a perfect DiT decoded by this VAE would score.
+
+| clips | VAE | reconstruction PSNR (dB) | served PSNR ↑ | served SSIM ↑ |
+|---|---|---|---|---|
+{ceiling_tables}
+
+The shipped transformer served (composited) through the VAE decoder before and after, on held-out clips:
+{scored} (after: `student_no_dmd_checkpoint` = the shipped transformer beside the new `vae/`).
+
+| clips | model | PSNR ↑ | SSIM ↑ | grounding gap (dB) | interaction (dB) |
+|---|---|---|---|---|---|
+{tables}
+
+After:
+{verdicts}
+"""
+
+
+def package_decoder(config_name: str, checkpoint: Path, tiny_decoder_run: Path, evaluations: list[tuple[Path, Path]],
+                    ceilings: list[tuple[Path, Path]], method: str, recipe: list[Path], target: Path) -> Path:
+    """Swap the packaged VAE for one whose decoder was fine-tuned under the packaged encoder, with the tiny
+    decoder distilled from it (the old one imitates the old decoder), and write the card's sections."""
+    config = get_config(config_name)
+    vae = load_vae(config, str(checkpoint))
+    if encoder_fingerprint(vae) != encoder_fingerprint(load_vae(config, str(target))):
+        raise ValueError(f"{checkpoint} has another VAE encoder than {target}: the packaged transformer and tiny "
+                         "control encoder work in the packaged encoder's latent space (fine-tune with frozen_encoder)")
+    teacher = Path(_require_bar(tiny_decoder_run)["teacher_checkpoint"])
+    taught, shipped = load_vae(config, str(teacher)).state_dict(), vae.state_dict()
+    if taught.keys() != shipped.keys() or not all(torch.equal(taught[k], shipped[k]) for k in shipped):
+        raise ValueError(f"{tiny_decoder_run} was distilled from {teacher}, whose VAE is not {checkpoint}'s")
+    if len(recipe) != 2 + len(evaluations):
+        raise ValueError("--recipe: the VAE config, the tiny decoder config, then one evaluation config per "
+                         "--decoder-evaluation")
+    results = [tuple(json.loads(path.read_text()) for path in pair) for pair in evaluations]
+    ceiling_reports = [tuple(json.loads(path.read_text()) for path in pair) for pair in ceilings]
+    section = decoder_section(checkpoint, results, ceiling_reports, method, recipe)
+    package_tiny_decoder(tiny_decoder_run, recipe[1], target)
+    shutil.rmtree(target / "vae")
+    shutil.copytree(checkpoint / "vae" if (checkpoint / "vae").is_dir() else checkpoint, target / "vae")
+    _write_section(target, DECODER_SECTION, section)
     return target
 
 
@@ -422,12 +516,18 @@ def _write_section(target: Path, heading: str, section: str) -> None:
     (target / "MODEL_CARD.md").write_text(card)
 
 
-def _ship(run_dir: Path, directory: str, target: Path) -> None:
+def _require_bar(run_dir: Path) -> dict:
+    """A distilled tiny decoder's or encoder's evaluation report; an error when it is under its bar."""
     report = json.loads((run_dir / "evaluation.json").read_text())
     if not report["meets_bar"]:
         bar = (f"{report['psnr_bar_db']:g} dB bar" if "psnr_bar_db" in report
                else f"bar (within {report['psnr_tolerance_db']:g} dB of the VAE encoder)")
         raise ValueError(f"{run_dir} does not meet the {bar}: {report['held_out']}")
+    return report
+
+
+def _ship(run_dir: Path, directory: str, target: Path) -> None:
+    _require_bar(run_dir)
     shutil.rmtree(target / directory, ignore_errors=True)
     shutil.copytree(run_dir / directory, target / directory)
 
@@ -468,7 +568,25 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--finetune-evaluation", type=Path, nargs=2, action="append", default=[],
                         metavar=("BEFORE", "AFTER"), help="with --finetune: results.json of the packaged model and of "
                         "the fine-tuned one on the same clips (repeat per clip set; the first one's curves go in the card)")
+    parser.add_argument("--decoder", type=Path,
+                        help="instead: swap the packaged VAE for this one (same encoder, decoder fine-tuned), with "
+                        "--tiny-decoder distilled from it (--recipe: the VAE config, the tiny decoder config, then the "
+                        "evaluation configs)")
+    parser.add_argument("--decoder-evaluation", type=Path, nargs=2, action="append", default=[],
+                        metavar=("BEFORE", "AFTER"), help="with --decoder: results.json of the packaged model and of its "
+                        "transformer beside the new VAE on the same clips (repeat per clip set)")
+    parser.add_argument("--ceiling", type=Path, nargs=2, action="append", default=[], metavar=("BEFORE", "AFTER"),
+                        help="with --decoder: benchmarks/bench_vae_reconstruction.py --served --json of the packaged "
+                        "VAE and of the new one on the same clips (repeat per clip set)")
     args = parser.parse_args(argv)
+    if args.decoder is not None:
+        if args.tiny_decoder is None or not args.decoder_evaluation or not args.ceiling:
+            parser.error("--decoder needs --tiny-decoder, --decoder-evaluation and --ceiling")
+        target = package_decoder(args.config, args.decoder, args.tiny_decoder, args.decoder_evaluation, args.ceiling,
+                                 args.method, args.recipe, CHECKPOINTS_DIR / args.config)
+        print(f"swapped in the VAE of {args.decoder} and the tiny decoder of {args.tiny_decoder}; "
+              f"card: {target / 'MODEL_CARD.md'}")
+        return
     if args.finetune is not None:
         if not args.finetune_evaluation:
             parser.error("--finetune needs at least one --finetune-evaluation BEFORE AFTER")
