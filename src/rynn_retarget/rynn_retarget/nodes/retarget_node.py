@@ -42,7 +42,8 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
 
-from rynn_common.action_layout import joint_names
+from rynn_common.action_layout import joint_names, validate_action
+from rynn_common.cdr_layout import JointStateLayout, RobotActionLayout
 from rynn_common.clock_steps import create_steady_timer
 from rynn_common.config_paths import find_config
 from rynn_common.local_delivery import LocalSubscription
@@ -50,7 +51,7 @@ from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.qos import LIVE_QOS, RECORDED_STREAM_QOS, STATUS_QOS, TF_QOS
-from rynn_common.ros_conversions import make_bimanual_skeleton, make_diagnostics, make_robot_action, make_teleop_status, seconds_from_time
+from rynn_common.ros_conversions import make_bimanual_skeleton, make_diagnostics, make_teleop_status, seconds_from_time
 from rynn_common.ros_names import (
     ACTION_TOPIC,
     BASE_FRAME,
@@ -116,6 +117,8 @@ class RetargetNode(Node):
 
         self.action_pub = self.create_publisher(RobotAction, ACTION_TOPIC, RECORDED_STREAM_QOS)
         self.command_pub = self.create_publisher(JointState, COMMAND_JOINT_STATES_TOPIC, LIVE_QOS)
+        self.action_bytes = RobotActionLayout(BASE_FRAME)  # only the 200 Hz thread packs them
+        self.command_state_bytes = JointStateLayout(self.names, (len(self.names), len(self.names), 0))
         self.skeleton_pub = self.create_publisher(BimanualSkeleton, CAMERA_SKELETON_TOPIC, RECORDED_STREAM_QOS)
         self.skeleton_msg: BimanualSkeleton | None = None  # the worker's last one, refilled for the next
         self.status_pub = self.create_publisher(TeleopStatus, STATUS_TOPIC, STATUS_QOS)
@@ -294,20 +297,19 @@ class RetargetNode(Node):
     def publish_command(self, position: np.ndarray, velocity: np.ndarray, sequence: int, with_state: bool = True) -> None:
         """``sequence``: the control period's index (skipped periods and refused commands leave gaps);
         ``with_state``: also publish it as /rynn/command/joint_states (rate-limited: command_state_rate_hz)."""
-        stamp = self.get_clock().now().to_msg()
+        stamp_ns = self.get_clock().now().nanoseconds
         try:
-            action = make_robot_action(position, stamp, BASE_FRAME, sequence)
+            positions = validate_action(position)
         except ValueError as error:  # the smoother never yields NaN; this guards the invariant
             self.stats.reject("invalid_command")
             self.get_logger().error(f"not publishing an invalid command: {error}", throttle_duration_sec=1.0)
             return
-        self.action_pub.publish(action)
+        # the bytes rclpy would serialise from the message, without building one (rynn_common.cdr_layout)
+        self.action_pub.publish(self.action_bytes.pack(stamp_ns, positions, sequence))
         self.stats.count_output()
         if not with_state:
             return
-        state = JointState(name=self.names, position=position.tolist(), velocity=velocity.tolist())
-        state.header.stamp = stamp
-        self.command_pub.publish(state)
+        self.command_pub.publish(self.command_state_bytes.pack(stamp_ns, positions, velocity))
 
     # --- status and calibration -----------------------------------------------
     def publish_status(self) -> None:

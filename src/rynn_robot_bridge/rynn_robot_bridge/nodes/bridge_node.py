@@ -45,6 +45,7 @@ from std_msgs.msg import String
 
 from rynn_common.action_layout import joint_names
 from rynn_common.cdr import deserialize
+from rynn_common.cdr_layout import JointStateLayout
 from rynn_common.clock_steps import create_steady_timer
 from rynn_common.config_paths import find_config
 from rynn_common.node_runner import run_node
@@ -91,6 +92,8 @@ class BridgeNode(Node):
         self.router = CameraRouter(start_mode, canonical, settings.camera_stall_timeout_ms / 1e3, now,
                                    max_future_s=settings.camera_max_future_ms / 1e3)
         self._joint_names = joint_names()
+        self._joint_state_layouts: dict[tuple[int, int, int], JointStateLayout] = {}  # by array lengths
+        self._joint_state_lock = threading.Lock()
         self._joint_state_period_s = 1.0 / settings.joint_state_rate_hz
         self._next_joint_state_at = now
         self._last_cycle_at: float | None = None
@@ -199,10 +202,14 @@ class BridgeNode(Node):
         return True
 
     def _publish_joint_state(self, position, velocity, effort=()) -> None:
-        """Published as soon as the state exists (never from a cache), so every message is a new state."""
-        msg = JointState(name=self._joint_names, position=list(position), velocity=list(velocity), effort=list(effort))
-        msg.header.stamp = self.get_clock().now().to_msg()
-        self.joint_state_pub.publish(msg)
+        """Published as soon as the state exists (never from a cache), so every message is a new state; as the
+        bytes rclpy would serialise from the message, without building one (rynn_common.cdr_layout)."""
+        counts = (len(position), len(velocity), len(effort))
+        with self._joint_state_lock:  # the LCM thread (real) and the command thread (digital) around a switch
+            layout = self._joint_state_layouts.get(counts)
+            if layout is None:
+                layout = self._joint_state_layouts[counts] = JointStateLayout(self._joint_names, counts)
+            self.joint_state_pub.publish(layout.pack(self.get_clock().now().nanoseconds, position, velocity, effort))
 
     # --- camera -----------------------------------------------------------------------------
 

@@ -1,0 +1,57 @@
+"""The preformatted CDR buffers write what rclpy serialises for the same message: the same length, every field
+the same value (rclpy's alignment padding is whatever its buffer held; ours is zeros)."""
+
+import numpy as np
+import pytest
+
+from rynn_common.action_layout import joint_names
+from rynn_common.cdr_layout import JointStateLayout, RobotActionLayout
+
+STAMPS_NS = [0, 1, 999_999_999, 1_000_000_000, 1_764_825_600_123_456_789, 2**31 * 1_000_000_000 - 1]
+
+
+@pytest.mark.parametrize("counts", [(54, 54, 54), (54, 54, 0), (54, 0, 0), (0, 0, 0), (3, 1, 2)])
+@pytest.mark.parametrize("frame_id", ["", "base_link", "abc"])
+def test_joint_state_bytes_are_what_rclpy_serialises(counts, frame_id):
+    from builtin_interfaces.msg import Time
+    from rclpy.serialization import deserialize_message, serialize_message
+    from sensor_msgs.msg import JointState
+
+    rng = np.random.default_rng(sum(counts) + len(frame_id))
+    names = joint_names() if counts[0] == 54 else ["a", "joint_bc", "d" * 7]
+    layout = JointStateLayout(names, counts, frame_id)
+    for stamp_ns in STAMPS_NS:
+        arrays = [rng.normal(scale=10.0, size=n) for n in counts]
+        raw = layout.pack(stamp_ns, *arrays)
+        msg = JointState(name=names, position=arrays[0].tolist(), velocity=arrays[1].tolist(), effort=arrays[2].tolist())
+        msg.header.frame_id = frame_id
+        msg.header.stamp = Time(sec=stamp_ns // 10**9, nanosec=stamp_ns % 10**9)
+        assert len(raw) == len(serialize_message(msg)) and deserialize_message(raw, JointState) == msg
+        assert list(deserialize_message(raw, JointState).velocity) == arrays[1].tolist()
+
+
+def test_joint_state_arrays_of_another_length_are_refused():
+    layout = JointStateLayout(joint_names(), (54, 54, 0))
+    with pytest.raises(ValueError):
+        layout.pack(0, np.zeros(54), np.zeros(53))
+    with pytest.raises(ValueError):
+        layout.pack(0, np.zeros(54), np.zeros(54), np.zeros(54))
+
+
+def test_robot_action_bytes_are_what_rclpy_serialises():
+    from builtin_interfaces.msg import Time
+    from rclpy.serialization import deserialize_message, serialize_message
+    from rynn_teleop_msgs.msg import RobotAction
+
+    from rynn_common.ros_conversions import make_robot_action
+    from rynn_common.ros_names import BASE_FRAME
+
+    rng = np.random.default_rng(7)
+    for frame_id in (BASE_FRAME, "", "x"):
+        layout = RobotActionLayout(frame_id)
+        for stamp_ns, sequence in zip(STAMPS_NS, (0, 1, 200, 2**32 + 5, 2**63 + 1, 2**64 - 1)):
+            positions = rng.uniform(-3.0, 3.0, 54)
+            sec, nanosec = divmod(stamp_ns, 10**9)
+            expected = make_robot_action(positions, Time(sec=sec, nanosec=nanosec), frame_id, sequence)
+            raw = layout.pack(stamp_ns, positions, sequence)
+            assert len(raw) == len(serialize_message(expected)) and deserialize_message(raw, RobotAction) == expected
