@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Reproduce the shipped embedded_cpu world model from nothing (about 2.5 h on two CPU cores):
+# Reproduce the shipped embedded_cpu world model from nothing (about 3.5 h on two CPU cores):
 # paired sim episodes, VAE (frames, then clips), stage-2 CFM teacher, causal warm-up + DMD,
 # held-out evaluation and training curves, packaging into rynn_world/checkpoints/embedded_cpu with its model card, and the
 # distilled tiny decoder and tiny control encoder added to it (the encoder: about 30 more minutes on one core),
-# then the transformer fine-tuned on task episodes.
+# then the transformer fine-tuned on task episodes and the VAE's decoder (with its tiny decoder) on the same mix.
 # Every step resumes from its latest checkpoint if interrupted; outputs go to outputs/embedded_cpu.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -58,6 +58,33 @@ FINETUNED=outputs/embedded_cpu/finetune_tasks/final_warmup
   --finetune-evaluation outputs/embedded_cpu/eval_served_base/results.json outputs/embedded_cpu/eval_served_finetuned/results.json \
   --recipe $CONFIGS/finetune_tasks_cpu.yaml $CONFIGS/eval_served_tasks_cpu.yaml $CONFIGS/eval_served_cpu.yaml \
   --data-command "$TASK_COMMAND" --data-command "$HELD_OUT_COMMAND"
+# The VAE's decoder fine-tuned on the same mix under the packaged encoder (the transformer and the tiny control
+# encoder stay valid), the tiny decoder distilled again from it (starting from the packaged one), the served
+# ceiling and the packaged transformer served through the old and the new decoder, then both swapped in with
+# the card's section (about 50 min more).
+DECODER=outputs/embedded_cpu/decoder_mix
+PACKAGED=src/rynn_world_node/rynn_world/checkpoints/embedded_cpu
+"$PY" -m rynn_world.training.train_vae --config $CONFIGS/train_vae_mix_cpu.yaml
+rm -rf $DECODER && mkdir -p $DECODER && cp -r $PACKAGED/transformer $DECODER/ && cp -r outputs/embedded_cpu/vae_mix/final/vae $DECODER/
+"$PY" -m rynn_world.training.distill_tiny_decoder --config $CONFIGS/tiny_decoder_mix_cpu.yaml
+for VAE in base:$PACKAGED mix:$DECODER; do
+  "$PY" benchmarks/bench_vae_reconstruction.py --checkpoint ${VAE#*:} --data data/task_episodes_eval_208x128 --episodes 0 1 \
+    --stride 32 --served --json outputs/embedded_cpu/ceiling/tasks_${VAE%%:*}.json
+  "$PY" benchmarks/bench_vae_reconstruction.py --checkpoint ${VAE#*:} --data data/sim_episodes_208x128 --episodes 4 12 \
+    --stride 16 --served --json outputs/embedded_cpu/ceiling/sim_${VAE%%:*}.json
+done
+# before: the fine-tune's "after" evaluations above (the packaged transformer and VAE)
+"$PY" -m rynn_world.evaluation.evaluate --config $CONFIGS/eval_served_tasks_cpu.yaml student_no_dmd_checkpoint=$DECODER \
+  output_dir=outputs/embedded_cpu/eval_served_tasks_decoder
+"$PY" -m rynn_world.evaluation.evaluate --config $CONFIGS/eval_served_cpu.yaml student_no_dmd_checkpoint=$DECODER \
+  output_dir=outputs/embedded_cpu/eval_served_decoder
+"$PY" -m rynn_world.training.package_default --config embedded_cpu --method student_no_dmd --decoder $DECODER \
+  --tiny-decoder outputs/embedded_cpu/tiny_decoder_mix/final \
+  --decoder-evaluation outputs/embedded_cpu/eval_served_tasks/results.json outputs/embedded_cpu/eval_served_tasks_decoder/results.json \
+  --decoder-evaluation outputs/embedded_cpu/eval_served_finetuned/results.json outputs/embedded_cpu/eval_served_decoder/results.json \
+  --ceiling outputs/embedded_cpu/ceiling/tasks_base.json outputs/embedded_cpu/ceiling/tasks_mix.json \
+  --ceiling outputs/embedded_cpu/ceiling/sim_base.json outputs/embedded_cpu/ceiling/sim_mix.json \
+  --recipe $CONFIGS/train_vae_mix_cpu.yaml $CONFIGS/tiny_decoder_mix_cpu.yaml $CONFIGS/eval_served_tasks_cpu.yaml $CONFIGS/eval_served_cpu.yaml
 # What the node serves: the packaged model's frames composited on the reference against the frames as
 # decoded, on the same held-out clips (the card's "Reference compositing" section).
 "$PY" -m rynn_world.evaluation.evaluate --config src/rynn_world_node/config/eval_served_cpu.yaml
