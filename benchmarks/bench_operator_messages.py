@@ -13,12 +13,15 @@ bench_node_cpu.py measures them).
 
 ``--dds-rates 0,30`` measures, side by side in each repeat, the composed publishers putting every sample
 on DDS (0) and at most 30 a second (the tracker and glove nodes' ``dds_rate_hz``; every sample still
-reaches the retarget node in-process).
+reaches the retarget node in-process). ``--in-process messages,samples`` measures, side by side too, the
+retarget node taking each sample in-process as a message (built by the tracker or glove node, read back
+field by field) and as the fields that message would carry (no message built unless DDS takes one).
 
 Compare two trees by running this file from each (``git archive main | tar -x -C DIR``, copy this
 file in): a tree without rynn_common.local_delivery delivers over DDS only.
 
     .venv/bin/python benchmarks/bench_operator_messages.py [--samples 3000] [--repeats 3] [--rate 120] [--dds-rates 0,30]
+        [--in-process messages,samples]
 """
 
 from __future__ import annotations
@@ -67,6 +70,9 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=120.0, help="operator samples a second (0: as fast as possible)")
     parser.add_argument("--dds-rates", default="",
                         help="comma-separated dds_rate_hz of the composed publishers, measured in turn (default: as configured)")
+    parser.add_argument("--in-process", default="samples",
+                        help="comma-separated, measured in turn: samples (what the messages would carry, no message built) "
+                             "and/or messages (a message built per sample and read back by the retarget node)")
     options = parser.parse_args()
 
     try:
@@ -81,7 +87,7 @@ def main() -> None:
         assert listener.stdout.readline().strip() == "listening"
         measure(options, connect_local, psutil.Process(listener.pid))
     finally:
-        listener.terminate()
+        listener.stdin.close()  # its watcher thread exits it (a SIGTERM can wait behind a busy spin)
         listener.wait(timeout=10)
 
 
@@ -124,11 +130,14 @@ def measure(options, connect_local, listener: psutil.Process) -> None:
     period = 1.0 / options.rate if options.rate > 0 else 0.0
     try:
         for repeat in range(options.repeats):
-            for dds_rate in dds_rates:
-                label = "" if dds_rate is None else f"dds_rate_hz {dds_rate:g}: "
+            for dds_rate, delivery in [(rate, kind) for rate in dds_rates for kind in options.in_process.split(",")]:
+                label = ("" if dds_rate is None else f"dds_rate_hz {dds_rate:g}, ") + f"in-process {delivery}: "
                 if dds_rate is not None:
                     for publisher in (tracker.publisher, glove.publisher):
                         publisher.dds_interval_s = 1.0 / dds_rate if dds_rate > 0 else 0.0
+                if hasattr(retarget, "on_trackers"):  # a subscription without on_sample gets the message
+                    retarget.tf_input.on_sample = retarget.on_trackers if delivery == "samples" else None
+                    retarget.hands_input.on_sample = retarget.on_hands_sample if delivery == "samples" else None
                 spinning = True
                 thread = threading.Thread(target=spin)
                 thread.start()

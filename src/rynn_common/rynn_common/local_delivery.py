@@ -7,6 +7,10 @@ own process that ``connect_local`` linked to it: on the publisher's thread, befo
 returns, without serialising it for them or deserialising it. The callback gets the publisher's
 object for the duration of the call: it may read it, not keep or change it (publishers refill it).
 
+``publish_sample`` hands a linked subscription's ``on_sample`` a ROS-free sample (what the message would
+carry) instead of the message, and builds the message only for DDS: the glove and tracker nodes build no
+Python message for the samples only the retarget node takes.
+
 Linked, a publisher given ``dds_rate_hz`` puts at most that many messages a second on DDS (every one
 still goes in-process): the 120 Hz operator samples feed the in-process solver one by one, while the
 recorder and viewers get what they need, without a serialise, a DDS write and a recorder write for each
@@ -73,6 +77,29 @@ class LocalPublisher:
         for subscription in self.local_subscriptions:
             subscription.callback(msg)
 
+    def publish_sample(self, sample, make_message: Callable[[], object]) -> None:
+        """Linked subscriptions given ``on_sample`` get ``sample``, what the message would carry without the
+        message (the others the message); ``make_message()`` builds the message only when one goes out (on DDS,
+        or to a subscription without ``on_sample``): the operator samples need no Python message in-process."""
+        if not self.local_subscriptions:
+            self.publisher.publish(make_message())
+            return
+        msg = None
+        if self._dds_due(time.monotonic()):
+            msg = make_message()
+            data = serialize_message(msg)
+            for subscription in self.local_subscriptions:
+                subscription.expect_copy(data)
+            self.publisher.publish(data)
+        else:
+            self.dds_skipped += 1
+        for subscription in self.local_subscriptions:
+            if subscription.on_sample is not None:
+                subscription.on_sample(sample)
+            else:
+                msg = make_message() if msg is None else msg
+                subscription.callback(msg)
+
     def _dds_due(self, now: float) -> bool:
         """Every ``dds_interval_s`` on average (a late message does not bring the next one forward)."""
         if now < self._next_dds_s:
@@ -89,9 +116,10 @@ class LocalSubscription:
     handed to ``on_malformed`` as a ``ValueError``, never raised into the executor."""
 
     def __init__(self, node: Node, msg_type, topic: str, callback: Callable, qos, required_bytes: bytes = b"",
-                 on_malformed: Callable[[ValueError], None] | None = None):
+                 on_malformed: Callable[[ValueError], None] | None = None, on_sample: Callable | None = None):
         self.msg_type = msg_type
         self.callback = callback
+        self.on_sample = on_sample  # in-process samples of a publisher's ``publish_sample``, instead of the message
         self.required_bytes = required_bytes
         self.subscription = node.create_subscription(msg_type, topic, self._on_dds, qos, raw=True)
         self.topic_name = self.subscription.topic_name  # resolved (remapped, namespaced)

@@ -63,17 +63,21 @@ def make_tf_message(frames: list[tuple[str, str]], matrices, stamp: Time, reuse:
     if reuse is None or [(m.header.frame_id, m.child_frame_id) for m in reuse.transforms] != frames:
         reuse = TFMessage(transforms=[TransformStamped(header=Header(frame_id=parent), child_frame_id=child)
                                       for parent, child in frames])
-    matrices = np.asarray(matrices, dtype=np.float64).reshape(-1, 4, 4)
-    if len(matrices) != len(frames):
-        raise ValueError(f"{len(frames)} frames but {len(matrices)} poses")
-    for message, (x, y, z), (qx, qy, qz, qw) in zip(
-        reuse.transforms, matrices[:, :3, 3].tolist(), quaternions_xyzw(matrices[:, :3, :3]).tolist()
-    ):
+    translations, rotations = transform_fields(matrices)
+    if len(translations) != len(frames):
+        raise ValueError(f"{len(frames)} frames but {len(translations)} poses")
+    for message, (x, y, z), (qx, qy, qz, qw) in zip(reuse.transforms, translations, rotations):
         message.header.stamp = stamp
         translation, rotation = message.transform.translation, message.transform.rotation
         translation.x, translation.y, translation.z = x, y, z
         rotation.x, rotation.y, rotation.z, rotation.w = qx, qy, qz, qw
     return reuse
+
+
+def transform_fields(matrices) -> tuple[list[list[float]], list[list[float]]]:
+    """What the TransformStamped of (n, 4, 4) poses carry: translations (x, y, z), quaternions (x, y, z, w)."""
+    matrices = np.asarray(matrices, dtype=np.float64).reshape(-1, 4, 4)
+    return matrices[:, :3, 3].tolist(), quaternions_xyzw(matrices[:, :3, :3]).tolist()
 
 
 def make_hand_skeleton(
@@ -94,6 +98,21 @@ def make_hand_skeleton(
     """
     if side not in SIDE_CODES:
         raise ValueError(f"side must be 'left' or 'right', got {side!r}")
+    pts, conf, valid = hand_skeleton_fields(joints, confidence, valid)
+    msg = HandSkeleton() if into is None else into
+    msg.header = make_header(stamp, frame_id)
+    msg.side = SIDE_CODES[side]
+    msg.valid = valid
+    for point, (x, y, z) in zip(msg.joints, pts.tolist()):  # the 21 Points the message was built with
+        point.x, point.y, point.z = x, y, z
+    msg.confidence = conf
+    return msg
+
+
+def hand_skeleton_fields(joints, confidence=None, valid: bool = True) -> tuple[np.ndarray, np.ndarray, bool]:
+    """What a HandSkeleton of these inputs carries: (21, 3) float64 points (0 where not finite), (21,)
+    float32 confidence in [0, 1] (0 there), valid (False without a finite joint). The glove node hands
+    these to the retarget node in-process, and make_hand_skeleton writes them into the message."""
     pts = np.asarray(joints, dtype=np.float64)
     if pts.shape != (NUM_HAND_JOINTS, 3):
         raise ValueError(f"a hand skeleton needs (21, 3) joint positions, got {pts.shape}")
@@ -108,14 +127,7 @@ def make_hand_skeleton(
     conf[~finite] = 0.0
     conf = np.clip(np.nan_to_num(conf, nan=0.0), 0.0, 1.0)
     pts = np.where(finite[:, None], pts, 0.0)
-    msg = HandSkeleton() if into is None else into
-    msg.header = make_header(stamp, frame_id)
-    msg.side = SIDE_CODES[side]
-    msg.valid = bool(valid and finite.any())
-    for point, (x, y, z) in zip(msg.joints, pts.tolist()):  # the 21 Points the message was built with
-        point.x, point.y, point.z = x, y, z
-    msg.confidence = conf
-    return msg
+    return pts, conf, bool(valid and finite.any())
 
 
 def make_bimanual_skeleton(

@@ -20,22 +20,32 @@ def hand_skeleton_to_arrays(hand) -> tuple[np.ndarray, np.ndarray, bool]:
     if points.shape != (NUM_HAND_JOINTS, 3) or confidence.shape != (NUM_HAND_JOINTS,):
         raise ValueError(f"a hand skeleton needs {NUM_HAND_JOINTS} joints and confidences, "
                          f"got {len(points)} and {confidence.size}")
+    return hand_arrays(points, confidence, hand.valid)
+
+
+def hand_arrays(points: np.ndarray, confidence: np.ndarray, valid: bool) -> tuple[np.ndarray, np.ndarray, bool]:
+    """A hand's fields as the readers use them: NaN where the confidence is 0 (``points`` is changed)."""
     points[confidence <= 0.0] = np.nan
-    return points, confidence, bool(hand.valid)
+    return points, confidence, bool(valid)
+
+
+def bimanual_arrays(hands) -> dict[str, np.ndarray]:
+    """``bimanual_skeleton_to_arrays``'s dict from [left, right] (points, confidence, valid) already through
+    ``hand_arrays``; elbows unknown (NaN)."""
+    return {
+        "joints": np.stack([h[0] for h in hands]),
+        "confidence": np.stack([h[1] for h in hands]),
+        "valid": np.array([h[2] for h in hands]),
+        "elbows": np.full((2, 3), np.nan),
+    }
 
 
 def bimanual_skeleton_to_arrays(msg) -> dict[str, np.ndarray]:
     """joints (2, 21, 3) [left, right] with NaN for missing, confidence (2, 21),
     valid (2,), elbows (2, 3) with NaN where unknown."""
-    hands = [hand_skeleton_to_arrays(getattr(msg, side)) for side in SIDES]
-    elbows = np.full((2, 3), np.nan)
+    arrays = bimanual_arrays([hand_skeleton_to_arrays(getattr(msg, side)) for side in SIDES])
     for i, side in enumerate(SIDES):
         if getattr(msg, f"{side}_elbow_valid"):
             p = getattr(msg, f"{side}_elbow")
-            elbows[i] = (p.x, p.y, p.z)
-    return {
-        "joints": np.stack([h[0] for h in hands]),
-        "confidence": np.stack([h[1] for h in hands]),
-        "valid": np.array([h[2] for h in hands]),
-        "elbows": elbows,
-    }
+            arrays["elbows"][i] = (p.x, p.y, p.z)
+    return arrays

@@ -136,3 +136,45 @@ def test_a_linked_publisher_puts_at_most_dds_rate_hz_on_dds_and_every_message_in
         executor.shutdown()
         for node in (source, consumer, lone):
             node.destroy_node()
+
+
+def test_publish_sample_builds_a_message_only_for_dds_and_subscriptions_without_on_sample(ros_node):
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+    from std_msgs.msg import String
+
+    from rynn_common.local_delivery import LocalPublisher, LocalSubscription, connect_local
+
+    context = ros_node.context
+    source, sampler, reader = (Node(name, context=context) for name in ("source", "sampler", "reader"))
+    executor = SingleThreadedExecutor(context=context)
+    try:
+        samples, messages, dds_got, built = [], [], [], []
+        source.output = LocalPublisher(source, String, "/test/samples", 10, dds_rate_hz=1.0)
+        sampler.input = LocalSubscription(sampler, String, "/test/samples", lambda msg: messages.append(("sampler", msg.data)),
+                                          100, on_sample=samples.append)
+        ros_node.create_subscription(String, "/test/samples", lambda msg: dds_got.append(msg.data), 100)
+        assert connect_local([source, sampler]) == ["/test/samples"]
+        executor.add_node(sampler)
+        spin = lambda: (executor.spin_once(timeout_sec=0.02), ros_node.spin_once(0.02))  # noqa: E731
+        assert wait_until(lambda: source.output.publisher.get_subscription_count() == 2, 10.0)
+
+        def message(i: int) -> String:
+            built.append(i)
+            return String(data=f"sample {i}")
+
+        for i in range(10):
+            source.output.publish_sample(("sample", i), lambda i=i: message(i))
+        assert samples == [("sample", i) for i in range(10)] and built == [0]  # one message: the one DDS took
+        assert wait_until(lambda: dds_got == ["sample 0"] and sampler.input.copies_dropped == 1, 10.0, spin=spin)
+        assert messages == []  # its DDS copy recognised, not delivered again
+
+        reader.input = LocalSubscription(reader, String, "/test/samples", lambda msg: messages.append(("reader", msg.data)), 100)
+        source.output.local_subscriptions = ()
+        assert connect_local([source, sampler, reader]) == ["/test/samples"]
+        source.output.publish_sample(("sample", 10), lambda: message(10))  # not due on DDS: built for the reader only
+        assert built == [0, 10] and messages == [("reader", "sample 10")] and samples[-1] == ("sample", 10)
+    finally:
+        executor.shutdown()
+        for node in (source, sampler, reader):
+            node.destroy_node()

@@ -53,7 +53,13 @@ def pose(rotation=None, translation=None) -> np.ndarray:
 def matrix_from_transform(transform) -> np.ndarray:
     """4x4 from a geometry_msgs/Transform (rclpy, or one a bag reader deserialized)."""
     t, q = transform.translation, transform.rotation
+    return pose_matrix((t.x, t.y, t.z), (q.x, q.y, q.z, q.w))
+
+
+def pose_matrix(translation, rotation_xyzw) -> np.ndarray:
+    """4x4 from a translation and a quaternion (x, y, z, w), as a geometry_msgs/Transform holds them."""
+    x, y, z, w = rotation_xyzw
     matrix = np.eye(4)
-    matrix[:3, :3] = quat2mat([q.w, q.x, q.y, q.z])
-    matrix[:3, 3] = (t.x, t.y, t.z)
+    matrix[:3, :3] = quat2mat([w, x, y, z])
+    matrix[:3, 3] = translation
     return matrix

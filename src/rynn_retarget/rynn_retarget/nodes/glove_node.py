@@ -12,10 +12,11 @@ from rynn_teleop_msgs.msg import BimanualSkeleton
 from rynn_common.local_delivery import LocalPublisher
 from rynn_common.node_runner import run_node
 from rynn_common.qos import RECORDED_STREAM_QOS
-from rynn_common.ros_conversions import make_bimanual_skeleton
+from rynn_common.ros_conversions import hand_skeleton_fields, make_bimanual_skeleton, seconds_from_time
+from rynn_common.skeleton_arrays import bimanual_arrays, hand_arrays
 from rynn_retarget.nodes.operator_input import OperatorInputNode
 from rynn_retarget.operator.feed import GloveNodeSettings
-from rynn_retarget.operator.frame import OperatorFrame
+from rynn_retarget.operator.frame import HandsSample, OperatorFrame
 
 
 class GloveNode(OperatorInputNode):
@@ -36,20 +37,27 @@ class GloveNode(OperatorInputNode):
 
     def publish_frame(self, frame: OperatorFrame) -> None:
         left, right = frame.left_hand, frame.right_hand
-        self.message = make_bimanual_skeleton(
-            left.points,
-            right.points,
-            self.get_clock().now().to_msg(),
-            self.frames["left"],
-            left_confidence=left.confidence,
-            right_confidence=right.confidence,
-            left_valid=left.valid,
-            right_valid=right.valid,
-            left_frame_id=self.frames["left"],
-            right_frame_id=self.frames["right"],
-            reuse=self.message,
-        )
-        self.publisher.publish(self.message)
+        stamp = self.get_clock().now().to_msg()
+
+        def message() -> BimanualSkeleton:  # built only for DDS (the retarget node in-process takes the sample)
+            self.message = make_bimanual_skeleton(
+                left.points,
+                right.points,
+                stamp,
+                self.frames["left"],
+                left_confidence=left.confidence,
+                right_confidence=right.confidence,
+                left_valid=left.valid,
+                right_valid=right.valid,
+                left_frame_id=self.frames["left"],
+                right_frame_id=self.frames["right"],
+                reuse=self.message,
+            )
+            return self.message
+
+        # the fields that message would carry, as its readers' arrays (one rule each: rynn_common)
+        hands = [hand_arrays(*hand_skeleton_fields(hand.points, hand.confidence, hand.valid)) for hand in (left, right)]
+        self.publisher.publish_sample(HandsSample(seconds_from_time(stamp), bimanual_arrays(hands)), message)
 
 
 COMPONENT = GloveNode  # what a container (rynn_world.launcher.container) instantiates

@@ -7,8 +7,9 @@ superseded before the worker got to it is
 dropped and counted, so latency never grows with a backlog. A dedicated 200 Hz
 loop (not an executor timer, for low jitter) publishes the Ruckig-smoothed
 command even when trackers arrive at 100-120 Hz or stall. Composed with the tracker and glove
-nodes in one process (the graph's operator container), their messages reach ``on_tf`` and
-``on_hands`` in-process, on their feed threads, not deserialised from DDS (rynn_common.local_delivery).
+nodes in one process (the graph's operator container), every one of their samples reaches ``on_trackers``
+and ``on_hands_sample`` in-process, on their feed threads, as the fields their messages would carry: no
+message built, serialised or deserialised for it (rynn_common.local_delivery; DDS gets <= 30 a second).
 
 Publishes
 - ``/rynn/action`` (RobotAction, frame base_link), 200 Hz; ``sequence`` numbers the control periods: a
@@ -65,8 +66,8 @@ from rynn_common.skeleton_arrays import bimanual_skeleton_to_arrays
 from rynn_retarget.config import RetargetNodeSettings
 from rynn_retarget.input_guard import StampBound
 from rynn_retarget.kinematics.calibration import save_calibration
-from rynn_retarget.kinematics.transforms import matrix_from_transform
-from rynn_retarget.operator.frame import TRACKER_NAMES, HandSkeleton, OperatorFrame
+from rynn_retarget.kinematics.transforms import pose_matrix
+from rynn_retarget.operator.frame import TRACKER_NAMES, HandSkeleton, HandsSample, OperatorFrame, TrackerTransform
 from rynn_retarget.pipeline import RetargetPipeline
 from rynn_retarget.smoothing import OutputSchedule
 
@@ -127,9 +128,11 @@ class RetargetNode(Node):
         # On_tf uses only transforms whose parent is the world frame: other /tf (the robot's) is never deserialised.
         self.tf_input = LocalSubscription(self, TFMessage, TF_TOPIC, self.on_tf, TF_QOS,
                                           required_bytes=self.world_frame.encode(),
-                                          on_malformed=lambda error: self.on_malformed("tf", error))
+                                          on_malformed=lambda error: self.on_malformed("tf", error),
+                                          on_sample=self.on_trackers)
         self.hands_input = LocalSubscription(self, BimanualSkeleton, settings.hands_topic, self.on_hands, LIVE_QOS,
-                                             on_malformed=lambda error: self.on_malformed("hands", error))
+                                             on_malformed=lambda error: self.on_malformed("hands", error),
+                                             on_sample=self.on_hands_sample)
         self.create_service(Trigger, "~/calibrate", self.on_calibrate)
         create_steady_timer(self, 1.0 / settings.status_rate_hz, self.publish_status)
 
@@ -146,6 +149,8 @@ class RetargetNode(Node):
         )
 
     # --- inputs ---------------------------------------------------------------
+    # A DDS message and an in-process sample (the composed glove and tracker nodes: what the message would
+    # carry, without one) take one path from their fields on, so both give the solver the same numbers.
     def on_hands(self, msg: BimanualSkeleton) -> None:
         try:
             arrays = bimanual_skeleton_to_arrays(msg)
@@ -153,24 +158,40 @@ class RetargetNode(Node):
             self.stats.reject("malformed_hands")
             self.get_logger().warning(f"rejected a hand skeleton: {error}", throttle_duration_sec=2.0)
             return
-        if not self.stamp_accepted(self.hands_stamps, "hands", seconds_from_time(msg.header.stamp)):
+        self.accept_hands(arrays, seconds_from_time(msg.header.stamp))
+
+    def on_hands_sample(self, sample: HandsSample) -> None:
+        self.accept_hands(sample.arrays, sample.stamp)
+
+    def accept_hands(self, arrays: dict, stamp: float) -> None:
+        if not self.stamp_accepted(self.hands_stamps, "hands", stamp):
             return
         arrays["received"] = time.monotonic()
         self.hands = arrays
 
     def on_tf(self, msg: TFMessage) -> None:
+        transforms = []
+        for transform in msg.transforms:
+            if transform.child_frame_id in self.tracker_by_frame and transform.header.frame_id == self.world_frame:
+                t, q = transform.transform.translation, transform.transform.rotation
+                transforms.append(TrackerTransform(transform.header.frame_id, transform.child_frame_id,
+                                                   seconds_from_time(transform.header.stamp), (t.x, t.y, t.z),
+                                                   (q.x, q.y, q.z, q.w)))
+        self.on_trackers(transforms)
+
+    def on_trackers(self, transforms: list[TrackerTransform]) -> None:
         trackers = {}
         stamp = None
-        for transform in msg.transforms:
-            name = self.tracker_by_frame.get(transform.child_frame_id)
-            if name is None or transform.header.frame_id != self.world_frame:
+        for transform in transforms:
+            name = self.tracker_by_frame.get(transform.child)
+            if name is None or transform.parent != self.world_frame:
                 continue
-            pose = matrix_from_transform(transform.transform)
+            pose = pose_matrix(transform.translation, transform.rotation)
             if not np.all(np.isfinite(pose)):
                 self.stats.reject("tf_nonfinite")
                 continue
             trackers[name] = pose
-            stamp = seconds_from_time(transform.header.stamp)
+            stamp = transform.stamp
         if "chest" not in trackers:
             return  # not an operator sample (other TF traffic, or a partial/invalid one)
         if not self.stamp_accepted(self.tf_stamps, "tf", stamp):
@@ -187,6 +208,10 @@ class RetargetNode(Node):
                 )
         elif hands is not None:
             self.stats.drop("stale_hands")
+        self.offer_frame(frame, order)
+
+    def offer_frame(self, frame: OperatorFrame, order: int) -> None:
+        """The newest tracker sample for the worker (latest wins: the one it replaces is counted)."""
         with self.pending_ready:
             if self.pending is not None:
                 self.stats.drop("superseded_tracker_sample")

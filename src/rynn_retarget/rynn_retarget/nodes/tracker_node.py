@@ -13,11 +13,11 @@ from tf2_msgs.msg import TFMessage
 from rynn_common.local_delivery import LocalPublisher
 from rynn_common.node_runner import run_node
 from rynn_common.qos import TF_QOS
-from rynn_common.ros_conversions import make_tf_message
+from rynn_common.ros_conversions import make_tf_message, seconds_from_time, transform_fields
 from rynn_common.ros_names import TF_TOPIC
 from rynn_retarget.nodes.operator_input import OperatorInputNode
 from rynn_retarget.operator.feed import TrackerNodeSettings
-from rynn_retarget.operator.frame import TRACKER_NAMES, OperatorFrame
+from rynn_retarget.operator.frame import TRACKER_NAMES, OperatorFrame, TrackerTransform
 
 
 class TrackerNode(OperatorInputNode):
@@ -43,10 +43,18 @@ class TrackerNode(OperatorInputNode):
         names = [name for name in TRACKER_NAMES if name in frame.trackers]
         if not names:
             return
-        self.message = make_tf_message([(self.world_frame, self.tracker_frames[name]) for name in names],
-                                       [frame.trackers[name] for name in names], self.get_clock().now().to_msg(),
-                                       reuse=self.message)
-        self.publisher.publish(self.message)
+        frames = [(self.world_frame, self.tracker_frames[name]) for name in names]
+        matrices = [frame.trackers[name] for name in names]
+        stamp = self.get_clock().now().to_msg()
+
+        def message() -> TFMessage:  # built only for DDS (the retarget node in-process takes the sample)
+            self.message = make_tf_message(frames, matrices, stamp, reuse=self.message)
+            return self.message
+
+        seconds = seconds_from_time(stamp)
+        sample = [TrackerTransform(parent, child, seconds, tuple(translation), tuple(rotation))
+                  for (parent, child), translation, rotation in zip(frames, *transform_fields(matrices))]
+        self.publisher.publish_sample(sample, message)
 
 
 COMPONENT = TrackerNode  # what a container (rynn_world.launcher.container) instantiates

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Iterator, Protocol, runtime_checkable
+from typing import Iterator, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -33,6 +33,25 @@ class OperatorFrames:
     right_wrist: str = "operator_right_wrist"
     left_upper_arm: str = "operator_left_upper_arm"
     right_upper_arm: str = "operator_right_upper_arm"
+
+
+class TrackerTransform(NamedTuple):
+    """One transform of a tracker sample as a /tf message carries it: what the tracker node hands the retarget
+    node in-process, and what the retarget node reads from a TransformStamped; one path from either."""
+
+    parent: str
+    child: str
+    stamp: float  # s
+    translation: tuple[float, float, float]
+    rotation: tuple[float, float, float, float]  # quaternion x, y, z, w
+
+
+class HandsSample(NamedTuple):
+    """Both hands as a BimanualSkeleton carries them (rynn_common.skeleton_arrays' dict: NaN where the
+    confidence is 0; no elbows), stamped: what the glove node hands the retarget node in-process."""
+
+    stamp: float  # s
+    arrays: dict
 
 
 @dataclass

@@ -1,0 +1,148 @@
+"""One operator stream through both layouts of the operator side gives the solver the same numbers and the
+same 54-D actions and 200 Hz commands.
+
+Composed (the graph's operator container), the tracker and glove nodes hand each sample to the retarget
+node in-process as the fields their messages would carry, building no message; in separate processes
+the retarget node reads the messages from DDS. Here one tracker and one glove node publish a recorded
+synthetic stream (hands with lost joints, zero confidences and invalid hands included) to two retarget
+nodes at once, one linked in-process, one reading DDS only, over real rclpy and DDS; every sample
+each one takes is compared bit for bit, then run through the retarget pipeline and the smoother.
+"""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from ros_test_tools import wait_until
+
+pytestmark = pytest.mark.ros
+
+SAMPLES = 240  # 2 s of the operator at 120 Hz
+EVERY_SAMPLE_ON_DDS = ["--ros-args", "-p", "rate_hz:=0.001", "-p", "dds_rate_hz:=0.0"]  # the test publishes
+
+
+def recorded_stream():
+    """The synthetic operator's grasp at 120 Hz, with the glove faults a real stream has."""
+    from rynn_retarget.operator.frame import HandSkeleton
+    from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig
+
+    operator = SyntheticOperator(SyntheticOperatorConfig(motion="grasp", period_s=2.0))
+    frames = [operator.frame_at(1.0 + i / 120.0) for i in range(SAMPLES)]
+    for i, frame in enumerate(frames):
+        left, right = frame.left_hand, frame.right_hand
+        frame.left_hand = HandSkeleton(left.points.copy(), left.confidence.copy(), left.valid)
+        frame.right_hand = HandSkeleton(right.points.copy(), right.confidence.copy(), right.valid)
+        if i % 7 == 3:
+            frame.left_hand.points[5] = np.nan  # a lost joint: confidence 0 on the wire, NaN for the reader
+        if i % 11 == 5:
+            frame.right_hand.confidence[8:12] = 0.0
+        if i % 13 == 6:
+            frame.right_hand.valid = False
+    return frames
+
+
+def capture(node) -> tuple[dict, dict]:
+    """Every tracker sample (stamp -> poses) and hand sample (stamp -> arrays) the node takes in."""
+    trackers, hands = {}, {}
+    offer_frame, accept_hands = node.offer_frame, node.accept_hands
+
+    def offered(frame, order):
+        trackers[frame.stamp] = {name: pose.copy() for name, pose in frame.trackers.items()}
+        offer_frame(frame, order)
+
+    def accepted(arrays, stamp):
+        hands[stamp] = {key: np.array(arrays[key]) for key in ("joints", "confidence", "valid")}
+        accept_hands(arrays, stamp)
+
+    node.offer_frame, node.accept_hands = offered, accepted
+    return trackers, hands
+
+
+def replay(pipeline, trackers: dict, hands: dict) -> tuple[list, list]:
+    """The i-th tracker sample with the i-th hand sample, through the pipeline and the 200 Hz smoother."""
+    from rynn_retarget.operator.frame import HandSkeleton, OperatorFrame
+
+    smoother = pipeline.make_smoother()
+    actions, commands = [], []
+    for tracker_stamp, hand_stamp in zip(sorted(trackers), sorted(hands), strict=True):
+        hand = hands[hand_stamp]
+        frame = OperatorFrame(stamp=tracker_stamp, trackers=trackers[tracker_stamp])
+        frame.left_hand, frame.right_hand = (HandSkeleton(hand["joints"][i], hand["confidence"][i], bool(hand["valid"][i]))
+                                             for i in range(2))
+        output = pipeline.step(frame, tracker_stamp)
+        if output is not None:
+            actions.append(output.action)
+            smoother.set_target(output.action)
+        commands.append(smoother.step(1)[0].copy())
+    return actions, commands
+
+
+def test_composed_samples_and_dds_messages_give_the_same_actions(ros_node):
+    from rclpy.executors import SingleThreadedExecutor
+
+    from rynn_common.config_paths import find_config
+    from rynn_common.local_delivery import connect_local
+    from rynn_retarget.config import load_retarget_config
+    from rynn_retarget.nodes.glove_node import GloveNode
+    from rynn_retarget.nodes.retarget_node import RetargetNode
+    from rynn_retarget.nodes.tracker_node import TrackerNode
+    from rynn_retarget.pipeline import RetargetPipeline
+
+    context = ros_node.context
+    options = {"context": context, "use_global_arguments": False}
+    tracker = TrackerNode(cli_args=EVERY_SAMPLE_ON_DDS, **options)
+    glove = GloveNode(cli_args=EVERY_SAMPLE_ON_DDS, **options)
+    composed = RetargetNode(**options)
+    separate = RetargetNode(cli_args=["--ros-args", "-r", "__node:=retarget_over_dds"], **options)
+    nodes = [tracker, glove, composed, separate]
+    assert connect_local([tracker, glove, composed]) == ["/rynn/operator/hands", "/tf"]  # the separate one: DDS only
+    executor = SingleThreadedExecutor(context=context)
+    spinning = threading.Event()
+    spinner = threading.Thread(target=lambda: [executor.spin_once(timeout_sec=0.02) for _ in iter(spinning.is_set, False)])
+    try:
+        composed_in, separate_in = capture(composed), capture(separate)
+        for node in (composed, separate):
+            executor.add_node(node)
+        spinning.set()
+        spinner.start()
+        assert wait_until(lambda: tracker.publisher.publisher.get_subscription_count() >= 2
+                          and glove.publisher.publisher.get_subscription_count() >= 2, 30.0)
+        time.sleep(0.5)  # the feeds' one start-up sample, taken by both, before the stream
+        for dictionary in (*composed_in, *separate_in):
+            dictionary.clear()
+        for frame in recorded_stream():
+            tracker.publish_frame(frame)
+            glove.publish_frame(frame)
+            time.sleep(1 / 120)
+        counts = lambda: [len(d) for d in (*composed_in, *separate_in)]  # noqa: E731
+        assert wait_until(lambda: counts() == [SAMPLES] * 4, 60.0), counts()
+        assert composed.tf_input.linked and not separate.tf_input.linked and composed.tf_input.copies_dropped >= SAMPLES
+
+        (composed_trackers, composed_hands), (separate_trackers, separate_hands) = composed_in, separate_in
+        assert sorted(composed_trackers) == sorted(separate_trackers) and sorted(composed_hands) == sorted(separate_hands)
+        for stamp, poses in composed_trackers.items():
+            assert poses.keys() == separate_trackers[stamp].keys()
+            for name, pose in poses.items():
+                np.testing.assert_array_equal(pose, separate_trackers[stamp][name])
+        for stamp, arrays in composed_hands.items():
+            for key, values in arrays.items():
+                np.testing.assert_array_equal(values, separate_hands[stamp][key])  # NaN where the joint was lost
+        assert sum(np.isnan(a["joints"]).any() for a in composed_hands.values()) >= SAMPLES // 7
+        assert sum(not a["valid"][1] for a in composed_hands.values()) >= SAMPLES // 13
+
+        config = load_retarget_config(find_config("rynn_retarget", "retarget.yaml"))
+        composed_actions, composed_commands = replay(RetargetPipeline(config), composed_trackers, composed_hands)
+        separate_actions, separate_commands = replay(RetargetPipeline(config), separate_trackers, separate_hands)
+        assert len(composed_actions) > SAMPLES // 2
+        np.testing.assert_array_equal(np.array(composed_actions), np.array(separate_actions))
+        np.testing.assert_array_equal(np.array(composed_commands), np.array(separate_commands))
+        assert np.ptp(np.array(composed_actions), axis=0).max() > 0.1  # the stream moved the robot
+    finally:
+        spinning.clear()
+        if spinner.is_alive():
+            spinner.join()
+        executor.shutdown()
+        for node in reversed(nodes):
+            node.destroy_node()
