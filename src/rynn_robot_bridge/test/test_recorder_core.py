@@ -290,3 +290,34 @@ def test_episode_records_name_files_portably(recorder, tmp_path):
         assert str(tmp_path) not in text and "site-packages" not in text and "/work/" not in text
     assert portable_name(default_urdf_path()) == "rynn_common/description/rynn_bimanual.urdf"
     assert portable_name(tmp_path / "robots" / "m6.urdf") == "m6.urdf"
+
+
+def test_the_writer_takes_messages_each_write_interval_and_the_bag_is_the_same_as_written_at_once(tmp_path):
+    """write_interval_s: the writer thread is not woken per message (a stop still is); what it writes does not change."""
+    import time
+
+    bags = {}
+    for interval in (0.0, 30.0):
+        recorder = EpisodeRecorder(RecorderSettings(tmp_path / f"out_{interval:g}", write_interval_s=interval))
+        recorder.start("t", "", 1_000, 0.0)
+        for i in range(50):
+            recorder.offer("/rynn/action", ACTION, serialized_action(recorder, 0.01 * i, i), 2_000 + i)
+            recorder.offer("/rynn/mode", STRING, serialized_mode(recorder, ("real", "digital")[i % 2]), 2_000 + i)
+        if interval:
+            assert recorder.queued[0] == 100  # not woken by the messages
+        summary = recorder.stop(timeout=10.0)  # a command wakes it: everything queued before, then the close
+        assert summary["messages_written"] == 100
+        recorder.close()
+        with open(next((tmp_path / f"out_{interval:g}").glob("episode_*/*.mcap")), "rb") as stream:
+            bags[interval] = [(channel.topic, message.log_time, message.data)
+                              for _, channel, message in make_reader(stream).iter_messages(log_time_order=False)]
+    assert len(bags[0.0]) == 100 and bags[30.0] == bags[0.0]
+
+    recorder = EpisodeRecorder(RecorderSettings(tmp_path / "out_short", write_interval_s=0.05))
+    recorder.start("t", "", 1_000, 0.0)
+    recorder.offer("/rynn/action", ACTION, serialized_action(recorder, 0.5, 1), 2_000)
+    started = time.monotonic()
+    while recorder.queued[0] and time.monotonic() - started < 10.0:
+        time.sleep(0.01)
+    assert recorder.queued[0] == 0  # taken at the next interval, without a drain, stop or flush
+    recorder.close()

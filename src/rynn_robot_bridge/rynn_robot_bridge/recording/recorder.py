@@ -6,7 +6,8 @@ transient local) are re-written at the start of every episode: a mode set long
 before the episode began is still in its bag.
 
 ``offer`` never touches the disk: a message joins a write queue bounded in bytes and in
-messages, and one writer thread writes the queue into the bag in order, with the periodic
+messages, and one writer thread writes the queue into the bag in order (taking what was queued at
+least every ``write_interval_s``, not woken per message), with the periodic
 flushes and, last, the episode's close (``stop``) or deletion (``discard``). A disk that
 stalls therefore stalls only that thread: the queue fills, and messages that find it full
 are dropped and counted (``dropped``) instead of stalling the subscriptions that offer
@@ -67,7 +68,7 @@ class _Queued:
     raw: bytes = b""
     stamp_ns: int = 0
     command: str = ""
-    done: threading.Event = field(default_factory=threading.Event)
+    done: threading.Event | None = None  # a close or discard's: set once done (a message needs none)
     result: object = None
     error: BaseException | None = None
 
@@ -122,6 +123,7 @@ class EpisodeRecorder:
         self._next_index = 0  # never reuse a name in one session, even a discarded episode's
         self._opener = opener
         self._max_queue_bytes = int(settings.queue_max_mb * MIB)
+        self._write_interval_s = settings.write_interval_s
         self._lock = threading.Condition()  # counters, the queue, ``episode``: held for microseconds
         self._io = threading.Lock()  # the bag files: held by whoever writes (the writer thread, start, stop)
         self._queue: deque[_Queued] = deque()
@@ -187,10 +189,11 @@ class EpisodeRecorder:
             self._enqueue(_Queued(episode, topic, msgtype, bytes(raw), stamp_ns))
 
     def _enqueue(self, item: _Queued) -> None:
-        """Under ``_lock``."""
+        """Under ``_lock``. A message wakes the writer thread only without a ``write_interval_s``."""
         self._queue.append(item)
         self._queued_bytes += len(item.raw)
-        self._lock.notify_all()
+        if item.topic is None or not self._write_interval_s:
+            self._lock.notify_all()
 
     def note_lost(self, topic: str, count: int) -> bool:
         """Messages the transport reported lost (DDS sample-lost event): never silent. True when
@@ -261,7 +264,7 @@ class EpisodeRecorder:
         with self._lock:
             episode = self._require_episode(verb)
             self.episode = None
-            item = _Queued(episode, command=command)
+            item = _Queued(episode, command=command, done=threading.Event())
             self._enqueue(item)
             pending = sum(1 for queued in self._queue if queued.episode is episode) - 1
         if not item.done.wait(timeout):
@@ -299,6 +302,7 @@ class EpisodeRecorder:
     def drain(self, timeout: float) -> bool:
         """Wait until the writer thread has written everything queued; False on timeout."""
         with self._lock:
+            self._lock.notify_all()  # the writer thread takes the queue now, not at its next interval
             return self._lock.wait_for(lambda: not self._queue and self._writing is None, timeout=timeout)
 
     def close(self) -> None:
@@ -325,7 +329,8 @@ class EpisodeRecorder:
     def _write_loop(self) -> None:
         while True:
             with self._lock:
-                self._lock.wait_for(lambda: self._queue or self._closing)
+                if not self._lock.wait_for(lambda: self._queue or self._closing, timeout=self._write_interval_s or None):
+                    continue  # nothing queued in this interval
                 if not self._queue:
                     return
                 item = self._writing = self._queue.popleft()

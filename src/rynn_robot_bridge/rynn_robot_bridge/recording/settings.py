@@ -57,6 +57,9 @@ class RecorderSettings:
     # that find it full are dropped and counted instead of stalling the subscriptions (~9 s of 640x480 at 16 FPS).
     queue_max_mb: float = 128.0
     queue_max_messages: int = 20000
+    # The writer thread takes what the subscriptions queued at least this often (commands at once): woken for
+    # each of ~500 messages a second, the wake-ups cost more than the writes; 0 = woken for every message.
+    write_interval_s: float = 0.05
     stop_timeout_s: float = 20.0  # at shutdown, how long the recording episode's queued messages may take
     # A start/stop/discard service answers within this (the node's one executor thread serves the subscriptions
     # too): on a disk that does not take writes it answers "busy"; a stop or discard still happens after.
