@@ -12,6 +12,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
+from PIL import Image
 
 SIDE_BY_SIDE_PNG = "side_by_side.png"
 MAX_CLIPS = 3
@@ -67,6 +68,8 @@ def plot_side_by_side(examples: list[Example], path: Path, fps: float) -> Path:
                 label = f"{example.task}\n{name}" if name == "generated" else name
                 ax.set_ylabel(label, fontsize=8, fontweight="bold" if name == "generated" else "normal")
     fig.tight_layout(pad=0.3, h_pad=0.2, w_pad=0.2)
-    fig.savefig(path, dpi=100)
+    fig.canvas.draw()
+    picture = Image.fromarray(np.asarray(fig.canvas.buffer_rgba())[..., :3])
     plt.close(fig)
+    picture.quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)  # a third of the bytes
     return path
