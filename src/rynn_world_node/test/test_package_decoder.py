@@ -10,6 +10,7 @@ import torch
 
 from rynn_common.config_io import save_yaml, to_dict
 from rynn_world.data.latent_cache import encoder_fingerprint
+from rynn_world.evaluation.side_by_side import SIDE_BY_SIDE_PNG
 from rynn_world.model.configs import get_config
 from rynn_world.model.tiny_decoder import TINY_DECODER_DIR, TinyVideoDecoder
 from rynn_world.streaming import StreamingWorldModel
@@ -87,6 +88,7 @@ def test_a_decoder_fine_tune_ships_with_its_tiny_decoder_and_its_card_section(sh
     evaluation = (_evaluation(tmp_path / "before.json", 21.08, data), _evaluation(tmp_path / "after.json", 21.32, data))
     ceiling = (_ceiling(tmp_path / "ceiling_before.json", shipped, 24.10), _ceiling(tmp_path / "ceiling_after.json", new, 24.57))
     tiny = _tiny_run(tmp_path, new)
+    (tmp_path / SIDE_BY_SIDE_PNG).write_bytes(b"\x89PNG picture")  # beside the first clip set's "after" results
     old_transformer = (shipped / "transformer" / "diffusion_pytorch_model.safetensors").read_bytes()
 
     package_decoder("tiny", new, tiny, [evaluation], [ceiling], "student_no_dmd",
@@ -103,6 +105,7 @@ def test_a_decoder_fine_tune_ships_with_its_tiny_decoder_and_its_card_section(sh
     assert "| before | 21.08 |" in card and "| after (shipped) | 21.32 |" in card
     assert "`data/tasks`: every episode except [4, 12, 15], 17-frame clips every 16 frames" in card
     assert card.index(DECODER_SECTION) < card.index("## Limits") and card.endswith("- y\n")
+    assert f"]({SIDE_BY_SIDE_PNG})" in card and (shipped / SIDE_BY_SIDE_PNG).read_bytes() == b"\x89PNG picture"
 
 
 def test_another_encoder_another_teacher_or_a_tiny_decoder_under_its_bar_is_refused(shipped, tmp_path):

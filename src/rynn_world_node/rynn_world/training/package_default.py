@@ -24,6 +24,7 @@ from .. import checkpoints
 from ..data.latent_cache import encoder_fingerprint
 from ..evaluation.curves import CURVES_JSON, CURVES_PNG
 from ..evaluation.evaluate import INTERACTION_PNG, markdown_table
+from ..evaluation.side_by_side import SIDE_BY_SIDE_PNG
 from ..live_session import SessionSettings
 from ..model.configs import get_config
 from ..model.tiny_decoder import TINY_DECODER_DIR
@@ -427,7 +428,7 @@ def _ceiling_rows(before: dict, after: dict, old: str, new: str) -> str:
 
 
 def decoder_section(checkpoint: Path, evaluations: list[tuple[dict, dict]], ceilings: list[tuple[dict, dict]],
-                    method: str, recipe: list[Path]) -> str:
+                    method: str, recipe: list[Path], side_by_side: bool = False) -> str:
     """The card's section for a VAE decoder fine-tuned under the packaged encoder: its data, the served
     ceiling (what any DiT decoded by it can reach) and the shipped transformer served through it, before
     and after."""
@@ -444,6 +445,12 @@ def decoder_section(checkpoint: Path, evaluations: list[tuple[dict, dict]], ceil
     verdicts = "\n".join(f"- `{after['config']['data']['root']}`: {_beats_copy_reference(after['summary'], method)[1]}."
                          for _, after in evaluations)
     scored = ", ".join(f"`{recipe_command(p)}`" for p in recipe[2:])
+    picture = "" if not side_by_side else f"""
+![held-out clips as generated, real and copied]({SIDE_BY_SIDE_PNG})
+
+The first held-out clip of each of three tasks where an object moves, served through this decoder (the first
+clip set above): generated (composited as served), the recording, and copying the reference, at four instants.
+"""
     return f"""{DECODER_SECTION}
 The VAE's decoder, fine-tuned ({vae_config.run.steps} steps, lr {vae_config.optim.lr:.0e}, batch {vae_config.run.batch_size},
 {vae_config.crop[0]}x{vae_config.crop[1]} crops of {vae_config.clip_frames}-frame clips) with the encoder and the latent
@@ -473,7 +480,7 @@ The shipped transformer served (composited) through the VAE decoder before and a
 
 After:
 {verdicts}
-"""
+{picture}"""
 
 
 def package_decoder(config_name: str, checkpoint: Path, tiny_decoder_run: Path, evaluations: list[tuple[Path, Path]],
@@ -494,8 +501,11 @@ def package_decoder(config_name: str, checkpoint: Path, tiny_decoder_run: Path, 
                          "--decoder-evaluation")
     results = [tuple(json.loads(path.read_text()) for path in pair) for pair in evaluations]
     ceiling_reports = [tuple(json.loads(path.read_text()) for path in pair) for pair in ceilings]
-    section = decoder_section(checkpoint, results, ceiling_reports, method, recipe)
+    picture = evaluations[0][1].parent / SIDE_BY_SIDE_PNG  # the evaluation writes it beside its results
+    section = decoder_section(checkpoint, results, ceiling_reports, method, recipe, picture.is_file())
     package_tiny_decoder(tiny_decoder_run, recipe[1], target)
+    if picture.is_file():
+        shutil.copy(picture, target / SIDE_BY_SIDE_PNG)
     shutil.rmtree(target / "vae")
     shutil.copytree(checkpoint / "vae" if (checkpoint / "vae").is_dir() else checkpoint, target / "vae")
     _write_section(target, DECODER_SECTION, section)
