@@ -1,3 +1,5 @@
+import struct
+
 import numpy as np
 import pytest
 
@@ -60,3 +62,47 @@ def test_config_rejects_unknown_keys(tmp_path):
     bad.write_text("lcm:\n  urll: x\n")
     with pytest.raises(ValueError, match="urll"):
         load_robot_config(bad)
+
+
+def generated_state(packet: bytes):
+    """robot_state_t's own decode (lcm-gen), or None where it refuses the packet."""
+    try:
+        return robot_state_t.decode(packet)
+    except (ValueError, struct.error, OverflowError, MemoryError, TypeError):
+        return None
+
+
+@pytest.mark.parametrize("joints", [0, 1, NUM_JOINTS, 60])
+def test_state_bytes_are_lcm_gen_s_both_ways(joints):
+    """The array codec writes the generated class's bytes and reads every packet as it does, refusing the same."""
+    rng = np.random.default_rng(joints)
+    for _ in range(20):
+        arrays = rng.normal(scale=3.0, size=(3, joints))
+        counters = rng.integers(-2**62, 2**62, size=11).tolist()
+        state = RobotState(*counters[:4], *arrays, int(rng.integers(-2**31, 2**31)), *counters[4:])
+        msg = robot_state_t()
+        for name in ("utime", "sequence", "last_command_sequence", "last_command_utime", "fault_flags", "accepted_commands",
+                     "rejected_malformed", "rejected_wrong_length", "rejected_non_finite", "rejected_joint_limit",
+                     "rejected_sequence", "watchdog_trips"):
+            setattr(msg, name, getattr(state, name))
+        msg.num_joints = joints
+        msg.position, msg.velocity, msg.effort = (a.tolist() for a in arrays)
+        packet = encode_state(state)
+        assert packet == msg.encode()
+        for variant in (packet, packet + b"\x01\x02", *(packet[:cut] for cut in range(0, len(packet), 7)),
+                        packet[:40] + b"\xff\xff\xff\xf0" + packet[44:], packet[:40] + b"\x7f\xff\xff\xff" + packet[44:],
+                        bytes([packet[0] ^ 1]) + packet[1:]):
+            expected = generated_state(variant)
+            if expected is None:
+                with pytest.raises(MalformedPacket):
+                    decode_state(variant)
+                continue
+            decoded = decode_state(variant)
+            for name in RobotState.__dataclass_fields__:
+                value = getattr(decoded, name)
+                if name in ("position", "velocity", "effort"):
+                    assert value.dtype == np.float64 and value.tolist() == list(getattr(expected, name))
+                else:
+                    assert value == getattr(expected, name) and type(value) is int, name
+    with pytest.raises(struct.error):
+        encode_state(RobotState(0, 0, 0, 0, np.zeros(3), np.zeros(2), np.zeros(3), 0, 0, 0, 0, 0, 0, 0, 0))
