@@ -6,7 +6,9 @@ built and serialised per publish; now the bytes are packed into a preformatted b
 (rynn_common.cdr_layout) and published as they are. This benchmark publishes the same values
 both ways, interleaved message by message, over real DDS to a subscriber in a second process (the bridge,
 the recorder, robot_state_publisher stand-in), at the graph's rate, and prints the publishing thread's
-CPU microseconds per message (``time.thread_time``: independent of how busy the machine is).
+CPU microseconds per message (``time.thread_time``: independent of how busy the machine is). Then the
+bridge's side of /rynn/action, interleaved too: the message deserialised (before) or its 54 positions read
+from the bytes (``rynn_common.cdr_layout.robot_action_positions``).
 
     .venv/bin/python benchmarks/bench_raw_publish.py [--messages 2000] [--repeats 3] [--rate 200]
 """
@@ -120,6 +122,23 @@ def measure(options) -> None:
             print(f"repeat {repeat}: " + ", ".join(f"{label} {1e6 * seconds / options.messages:6.1f}"
                                                    for label, seconds in cpu.items())
                   + " us per RobotAction + JointState", flush=True)
+        # the bridge's side of /rynn/action: the message deserialised, or its positions read from the bytes
+        from rclpy.serialization import deserialize_message
+
+        from rynn_common.cdr_layout import robot_action_positions
+
+        packets = [action_layout.pack(clock.now().nanoseconds, validate_action(values[i][0]), i)
+                   for i in range(options.messages)]
+        takes = (("deserialize", lambda raw: np.asarray(deserialize_message(raw, RobotAction).positions)),
+                 ("positions read", robot_action_positions))
+        cpu = {label: 0.0 for label, _ in takes}
+        for i, raw in enumerate(packets):
+            for label, take in takes if i % 2 else takes[::-1]:
+                start = time.thread_time()
+                take(raw)
+                cpu[label] += time.thread_time() - start
+        print("bridge take: " + ", ".join(f"{label} {1e6 * seconds / options.messages:5.1f}" for label, seconds in cpu.items())
+              + " us per RobotAction", flush=True)
     finally:
         node.destroy_node()
         rclpy.try_shutdown()

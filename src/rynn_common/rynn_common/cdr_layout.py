@@ -1,4 +1,5 @@
-"""Fixed-layout messages written straight as CDR bytes (ROS-free): the 200 Hz command and the 100 Hz joint states.
+"""Fixed-layout messages written straight as CDR bytes (ROS-free): the 200 Hz command and the 100 Hz joint states;
+and the command's positions read straight from its bytes.
 
 A JointState with 54 fixed names, or a RobotAction, built as a Python message and serialised costs
 40-50 us (54 strings and three float lists converted per message); the same bytes filled into a
@@ -102,3 +103,22 @@ class RobotActionLayout(_Stamped):
         self._positions[:] = positions
         struct.pack_into("<Q", self.buffer, self._sequence, int(sequence))
         return bytes(self.buffer)
+
+
+def robot_action_positions(raw: bytes, dimension: int = 54) -> np.ndarray | None:
+    """The positions of a RobotAction's CDR bytes laid out exactly as ``RobotActionLayout`` (and rclpy) write them:
+    XCDR1 little endian, a NUL-terminated UTF-8 frame id, nothing after the sequence. None for anything else (the
+    caller deserialises those as before: big endian, trailing bytes, malformed), so no bytes read differently. The
+    bridge takes 200 commands a second; a deserialised message cost 14 us of them, this ~2 us."""
+    if len(raw) < 16 or raw[:4] != ENCAPSULATION:
+        return None
+    (length,) = struct.unpack_from("<I", raw, 12)
+    frame_end = 16 + length
+    positions = frame_end + (-(frame_end - len(ENCAPSULATION)) % 8)
+    if length == 0 or len(raw) != positions + 8 * dimension + 8 or raw[frame_end - 1] != 0:
+        return None
+    try:
+        raw[16:frame_end - 1].decode()
+    except UnicodeDecodeError:
+        return None
+    return np.frombuffer(raw, dtype="<f8", count=dimension, offset=positions).astype(np.float64)

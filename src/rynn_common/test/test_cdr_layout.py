@@ -55,3 +55,36 @@ def test_robot_action_bytes_are_what_rclpy_serialises():
             expected = make_robot_action(positions, Time(sec=sec, nanosec=nanosec), frame_id, sequence)
             raw = layout.pack(stamp_ns, positions, sequence)
             assert len(raw) == len(serialize_message(expected)) and deserialize_message(raw, RobotAction) == expected
+
+
+def test_robot_action_positions_read_only_what_rclpy_reads_the_same():
+    """The bridge's fast read of /rynn/action: the usual bytes give rclpy's positions; anything else is None
+    (left to rclpy), never another value."""
+    from builtin_interfaces.msg import Time
+    from rclpy.serialization import deserialize_message, serialize_message
+    from rynn_teleop_msgs.msg import RobotAction
+
+    from rynn_common.cdr_layout import robot_action_positions
+    from rynn_common.ros_conversions import make_robot_action
+
+    rng = np.random.default_rng(3)
+    read = 0
+    for frame_id in ("base_link", "", "a", "abcd", "x" * 13, "bäse"):
+        raw = serialize_message(make_robot_action(rng.uniform(-3, 3, 54), Time(sec=5, nanosec=6), frame_id, 9))
+        variants = [raw, raw + b"\x00" * 8, raw[:-1], raw[:20], b"\x00\x00" + raw[2:], raw[:12] + b"\xff" * 4 + raw[16:]]
+        for _ in range(200):
+            corrupted = bytearray(raw)
+            corrupted[int(rng.integers(0, min(len(raw), 40)))] ^= 1 << int(rng.integers(0, 8))
+            variants.append(bytes(corrupted))
+        for variant in variants:
+            fast = robot_action_positions(variant)
+            try:
+                expected = np.asarray(deserialize_message(variant, RobotAction).positions)
+            except Exception:  # rclpy refuses it: so must the fast read (then the bridge counts it malformed)
+                assert fast is None
+                continue
+            if fast is not None:
+                read += 1
+                assert fast.dtype == np.float64 and fast.tobytes() == expected.tobytes()
+        assert robot_action_positions(raw) is not None  # what every publisher here sends
+    assert read > 100

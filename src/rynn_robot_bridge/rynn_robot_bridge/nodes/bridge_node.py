@@ -45,7 +45,7 @@ from std_msgs.msg import String
 
 from rynn_common.action_layout import joint_names
 from rynn_common.cdr import deserialize
-from rynn_common.cdr_layout import JointStateLayout
+from rynn_common.cdr_layout import JointStateLayout, robot_action_positions
 from rynn_common.clock_steps import create_steady_timer
 from rynn_common.config_paths import find_config
 from rynn_common.node_runner import run_node
@@ -179,17 +179,19 @@ class BridgeNode(Node):
                 self.link.send(hold)
 
     def _on_action_bytes(self, raw: bytes) -> None:
-        try:
-            msg = deserialize(raw, RobotAction)
-        except ValueError as error:
-            with self._stats_lock:
-                self.stats.reject("action_malformed")
-            self.get_logger().warning(str(error), throttle_duration_sec=5.0)
-            return
-        self._on_action(msg)
+        positions = robot_action_positions(raw)  # the usual bytes, read without building a message
+        if positions is None:
+            try:
+                positions = deserialize(raw, RobotAction).positions
+            except ValueError as error:
+                with self._stats_lock:
+                    self.stats.reject("action_malformed")
+                self.get_logger().warning(str(error), throttle_duration_sec=5.0)
+                return
+        self._on_action(positions)
 
-    def _on_action(self, msg: RobotAction) -> None:
-        reason = self.commander.submit_action(msg.positions, time.monotonic())
+    def _on_action(self, positions) -> None:
+        reason = self.commander.submit_action(positions, time.monotonic())
         if reason:
             with self._stats_lock:
                 self.stats.reject(f"action_{reason}")
