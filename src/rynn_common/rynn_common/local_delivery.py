@@ -67,13 +67,7 @@ class LocalPublisher:
         if not self.local_subscriptions:
             self.publisher.publish(msg)
             return
-        if self._dds_due(time.monotonic()):
-            data = serialize_message(msg)  # what publish(msg) does inside; the DDS copies carry these bytes
-            for subscription in self.local_subscriptions:
-                subscription.expect_copy(data)
-            self.publisher.publish(data)
-        else:
-            self.dds_skipped += 1
+        self._publish_linked(lambda: msg)
         for subscription in self.local_subscriptions:
             subscription.callback(msg)
 
@@ -84,21 +78,25 @@ class LocalPublisher:
         if not self.local_subscriptions:
             self.publisher.publish(make_message())
             return
-        msg = None
-        if self._dds_due(time.monotonic()):
-            msg = make_message()
-            data = serialize_message(msg)
-            for subscription in self.local_subscriptions:
-                subscription.expect_copy(data)
-            self.publisher.publish(data)
-        else:
-            self.dds_skipped += 1
+        msg = self._publish_linked(make_message)
         for subscription in self.local_subscriptions:
             if subscription.on_sample is not None:
                 subscription.on_sample(sample)
             else:
                 msg = make_message() if msg is None else msg
                 subscription.callback(msg)
+
+    def _publish_linked(self, make_message: Callable[[], object]):
+        """Linked: the message on DDS when due (its copies announced to the linked subscriptions); it, or None."""
+        if not self._dds_due(time.monotonic()):
+            self.dds_skipped += 1
+            return None
+        msg = make_message()
+        data = serialize_message(msg)  # what publish(msg) does inside; the DDS copies carry these bytes
+        for subscription in self.local_subscriptions:
+            subscription.expect_copy(data)
+        self.publisher.publish(data)
+        return msg
 
     def _dds_due(self, now: float) -> bool:
         """Every ``dds_interval_s`` on average (a late message does not bring the next one forward)."""
