@@ -172,7 +172,7 @@ def test_publish_sample_builds_a_message_only_for_dds_and_subscriptions_without_
         reader.input = LocalSubscription(reader, String, "/test/samples", lambda msg: messages.append(("reader", msg.data)), 100)
         source.output.local_subscriptions = ()
         assert connect_local([source, sampler, reader]) == ["/test/samples"]
-        source.output.publish_sample(("sample", 10), lambda: message(10))  # not due on DDS: built for the reader only
+        source.output.publish_sample(("sample", 10), lambda: message(10))  # built once, for the reader (and DDS if due)
         assert built == [0, 10] and messages == [("reader", "sample 10")] and samples[-1] == ("sample", 10)
     finally:
         executor.shutdown()

@@ -10,7 +10,6 @@ each one takes is compared bit for bit, then run through the retarget pipeline a
 """
 
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -109,16 +108,17 @@ def test_composed_samples_and_dds_messages_give_the_same_actions(ros_node):
         spinner.start()
         assert wait_until(lambda: tracker.publisher.publisher.get_subscription_count() >= 2
                           and glove.publisher.publisher.get_subscription_count() >= 2, 30.0)
-        time.sleep(0.5)  # the feeds' one start-up sample, taken by both, before the stream
-        for dictionary in (*composed_in, *separate_in):
-            dictionary.clear()
-        for frame in recorded_stream():
+        start = composed.get_clock().now().nanoseconds * 1e-9  # the feeds' one start-up sample is older: left out
+        streamed = lambda taken: {stamp: value for stamp, value in taken.items() if stamp >= start}  # noqa: E731
+        counts = lambda: [len(streamed(taken)) for taken in (*composed_in, *separate_in)]  # noqa: E731
+        for i, frame in enumerate(recorded_stream()):
             tracker.publish_frame(frame)
             glove.publish_frame(frame)
-            time.sleep(1 / 120)
-        counts = lambda: [len(d) for d in (*composed_in, *separate_in)]  # noqa: E731
-        assert wait_until(lambda: counts() == [SAMPLES] * 4, 60.0), counts()
-        assert composed.tf_input.linked and not separate.tf_input.linked and composed.tf_input.copies_dropped >= SAMPLES
+            # in step with the DDS reader (its hands input keeps 10): a starved test process loses no sample
+            assert wait_until(lambda i=i: counts() == [i + 1] * 4, 60.0), (i, counts())
+        composed_in, separate_in = [tuple(streamed(taken) for taken in node_in) for node_in in (composed_in, separate_in)]
+        assert composed.tf_input.linked and not separate.tf_input.linked
+        assert wait_until(lambda: composed.tf_input.copies_dropped >= SAMPLES, 60.0)  # its DDS copies: recognised
 
         (composed_trackers, composed_hands), (separate_trackers, separate_hands) = composed_in, separate_in
         assert sorted(composed_trackers) == sorted(separate_trackers) and sorted(composed_hands) == sorted(separate_hands)
