@@ -35,13 +35,12 @@ import threading
 import time
 from pathlib import Path
 
-import psutil
-
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "src" / p) for p in ("rynn_common", "rynn_retarget")]
 os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(101, 200)))
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 
+from bench_digital_latency import CpuMeter  # the benchmarks' one CPU reader (test_benchmark_cpu_meter)
 from rynn_common.ros_names import HANDS_TOPIC, TF_TOPIC  # after the source path
 
 LISTENER = """
@@ -85,13 +84,13 @@ def main() -> None:
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert listener.stdout.readline().strip() == "listening"
-        measure(options, connect_local, psutil.Process(listener.pid))
+        measure(options, connect_local, CpuMeter({"listener": listener.pid}))
     finally:
         listener.stdin.close()  # its watcher thread exits it (a SIGTERM can wait behind a busy spin)
         listener.wait(timeout=10)
 
 
-def measure(options, connect_local, listener: psutil.Process) -> None:
+def measure(options, connect_local, listener: CpuMeter) -> None:
     import rclpy
     from rclpy.experimental import EventsExecutor
 
@@ -142,7 +141,7 @@ def measure(options, connect_local, listener: psutil.Process) -> None:
                 thread = threading.Thread(target=spin)
                 thread.start()
                 accepted_before = retarget.stats.snapshot().dropped.get("superseded_tracker_sample", 0)
-                listener_before = sum(listener.cpu_times()[:2])
+                listener.start()
                 start = time.thread_time()
                 next_sample = time.monotonic()
                 for frame in frames:
@@ -156,7 +155,7 @@ def measure(options, connect_local, listener: psutil.Process) -> None:
                 time.sleep(1.0)  # let the executor and the listener take what DDS still delivers
                 spinning = False
                 thread.join()
-                listener_cpu = sum(listener.cpu_times()[:2]) - listener_before
+                listener_cpu = listener.used()[1]["listener"]
                 superseded = retarget.stats.snapshot().dropped.get("superseded_tracker_sample", 0) - accepted_before
                 per_sample = 1e6 / options.samples
                 print(f"repeat {repeat}: {label}publishing thread {publishing * per_sample:7.1f} us/sample, executor thread "

@@ -33,21 +33,30 @@ def recorded_second() -> list[tuple[float, str, str, bytes]]:
 
     from rynn_common.action_layout import joint_names
     from rynn_common.ros_conversions import make_tf_message
+    from rynn_common.ros_names import (
+        ACTION_TOPIC,
+        CAMERA_INFO_TOPIC,
+        CAMERA_SKELETON_TOPIC,
+        HANDS_TOPIC,
+        IMAGE_TOPIC,
+        JOINT_STATES_TOPIC,
+        TF_TOPIC,
+    )
 
     names = joint_names()
     eye = [[[1.0 if r == c else 0.0 for c in range(4)] for r in range(4)]]
     streams = [
-        ("/camera/camera/color/image_raw", "sensor_msgs/msg/Image",
+        (IMAGE_TOPIC, "sensor_msgs/msg/Image",
          Image(height=480, width=640, encoding="rgb8", step=1920, data=bytes(640 * 480 * 3)), 16),
-        ("/camera/camera/color/camera_info", "sensor_msgs/msg/CameraInfo", CameraInfo(height=480, width=640), 16),
-        ("/joint_states", "sensor_msgs/msg/JointState",
+        (CAMERA_INFO_TOPIC, "sensor_msgs/msg/CameraInfo", CameraInfo(height=480, width=640), 16),
+        (JOINT_STATES_TOPIC, "sensor_msgs/msg/JointState",
          JointState(name=names, position=[0.1] * 54, velocity=[0.0] * 54, effort=[0.0] * 54), 100),
-        ("/rynn/action", "rynn_teleop_msgs/msg/RobotAction", RobotAction(), 200),
-        ("/tf", "tf2_msgs/msg/TFMessage", make_tf_message([("operator_world", f"operator_{i}") for i in range(5)],
+        (ACTION_TOPIC, "rynn_teleop_msgs/msg/RobotAction", RobotAction(), 200),
+        (TF_TOPIC, "tf2_msgs/msg/TFMessage", make_tf_message([("operator_world", f"operator_{i}") for i in range(5)],
                                                          eye * 5, Time()), 30),
-        ("/tf", "tf2_msgs/msg/TFMessage", TFMessage(), 20),
-        ("/rynn/operator/hands", "rynn_teleop_msgs/msg/BimanualSkeleton", BimanualSkeleton(), 30),
-        ("/rynn/operator/skeleton_camera", "rynn_teleop_msgs/msg/BimanualSkeleton", BimanualSkeleton(), 30),
+        (TF_TOPIC, "tf2_msgs/msg/TFMessage", TFMessage(), 20),
+        (HANDS_TOPIC, "rynn_teleop_msgs/msg/BimanualSkeleton", BimanualSkeleton(), 30),
+        (CAMERA_SKELETON_TOPIC, "rynn_teleop_msgs/msg/BimanualSkeleton", BimanualSkeleton(), 30),
     ]
     return sorted((k / rate, topic, msgtype, serialize_message(msg))
                   for topic, msgtype, msg, rate in streams for k in range(rate))
