@@ -20,6 +20,8 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from rynn_common.config_io import to_dict
+
 from ..checkpoints import packaged_checkpoint
 from ..evaluation.generation import stream_model
 from ..evaluation.metrics import psnr
@@ -220,7 +222,7 @@ def distill_tiny_decoder(cfg: TinyDecoderConfig, resume: str | None = "latest") 
     report = {"teacher_checkpoint": str(teacher), "held_out": scores, "psnr_bar_db": cfg.psnr_bar_db,
               "meets_bar": worst >= cfg.psnr_bar_db,
               "parameters": sum(p.numel() for p in decoder.parameters()),
-              "config": {"data": vars(cfg.eval_data), "decoder": dict(decoder.config), "steps": cfg.run.steps}}
+              "config": {"data": to_dict(cfg.eval_data), "decoder": dict(decoder.config), "steps": cfg.run.steps}}
     (final / "evaluation.json").write_text(json.dumps(report, indent=2))
     for source, s in scores.items():
         print(f"held out, {source} latents ({s['clips']} clips): tiny vs VAE decode {s['psnr_vs_vae_db']:.2f} dB; "

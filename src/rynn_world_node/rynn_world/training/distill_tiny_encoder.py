@@ -19,6 +19,8 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from rynn_common.config_io import to_dict
+
 from ..checkpoints import packaged_checkpoint
 from ..data.latent_cache import control_video
 from ..evaluation.generation import stream_model
@@ -142,7 +144,7 @@ def distill_tiny_encoder(cfg: TinyEncoderConfig, resume: str | None = "latest") 
     report = {"teacher_checkpoint": str(teacher), "held_out": {"latents": latents, "end_to_end": stream},
               "psnr_tolerance_db": cfg.psnr_tolerance_db, "meets_bar": gap <= cfg.psnr_tolerance_db,
               "parameters": sum(p.numel() for p in encoder.parameters()),
-              "config": {"data": vars(cfg.eval_data), "encoder": dict(encoder.config), "steps": cfg.run.steps}}
+              "config": {"data": to_dict(cfg.eval_data), "encoder": dict(encoder.config), "steps": cfg.run.steps}}
     (final / "evaluation.json").write_text(json.dumps(report, indent=2))
     print(f"held out latents ({latents['clips']} clips): MSE {latents['mse']:.5f}, "
           f"relative RMS error {100 * latents['relative_rms']:.2f} %")
