@@ -8,6 +8,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=${PY:-.venv/bin/python}
+# The repository's sources, not the installed copies: package_default writes into the source tree's checkpoints/.
+export PYTHONPATH=src/rynn_common:src/rynn_retarget:src/rynn_robot_bridge:src/rynn_world_node${PYTHONPATH:+:$PYTHONPATH}
 RECIPE=(src/rynn_world_node/config/train_vae_images_cpu.yaml src/rynn_world_node/config/train_vae_cpu.yaml src/rynn_world_node/config/train_stage2_cpu.yaml
         src/rynn_world_node/config/distill_cpu.yaml src/rynn_world_node/config/eval_cpu.yaml)
 
