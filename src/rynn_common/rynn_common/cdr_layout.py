@@ -5,8 +5,9 @@ A JointState with 54 fixed names, or a RobotAction, built as a Python message an
 40-50 us (54 strings and three float lists converted per message); the same bytes filled into a
 preformatted buffer cost ~2 us. The buffer is laid out once, as Fast CDR writes these types (XCDR1,
 little endian: each primitive aligned to its size from the end of the 4-byte encapsulation header),
-and publishers publish the bytes (``Publisher.publish(bytes)``). The tests compare every byte with
-``rclpy.serialization.serialize_message`` of the same message.
+and publishers publish the bytes (``Publisher.publish(bytes)``). The tests compare the fields rclpy
+deserialises with the message's, and every byte with rosbags' serialisation of it (Fast DDS's wire format, which
+recorded bags hold: no padding before an empty sequence, unlike ``rclpy.serialization.serialize_message``).
 """
 
 from __future__ import annotations
@@ -75,7 +76,9 @@ class JointStateLayout(_Stamped):
         self._arrays = []
         for count in self.counts:
             self._writer.uint32(count)
-            self._arrays.append((self._writer.space(8 * count, 8), count))  # aligned even when empty, as Fast CDR does
+            # an empty sequence has no padding before its (absent) data: what Fast DDS puts on the wire and what
+            # rosbags reads (rclpy.serialization.serialize_message pads it, and rosbags refuses that)
+            self._arrays.append((self._writer.space(8 * count, 8 if count else 1), count))
         self._finish()
         self._views = [self._doubles(offset, count) for offset, count in self._arrays]
 

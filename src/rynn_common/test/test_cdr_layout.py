@@ -1,18 +1,22 @@
-"""The preformatted CDR buffers write what rclpy serialises for the same message: the same length, every field
-the same value (rclpy's alignment padding is whatever its buffer held; ours is zeros)."""
+"""The preformatted CDR buffers write what Fast DDS puts on the wire for the same message: the bytes rosbags
+serialises (and reads back from a recorded bag), every field what rclpy deserialises. A JointState with an empty
+array is where rclpy's own serialize_message differs (it pads before the empty data, and rosbags refuses that)."""
 
 import numpy as np
 import pytest
+from rosbags.typesys import Stores, get_typestore
 
 from rynn_common.action_layout import joint_names
 from rynn_common.cdr_layout import JointStateLayout, RobotActionLayout
 
+TYPESTORE = get_typestore(Stores.ROS2_JAZZY)
+JOINT_STATE = "sensor_msgs/msg/JointState"
 STAMPS_NS = [0, 1, 999_999_999, 1_000_000_000, 1_764_825_600_123_456_789, 2**31 * 1_000_000_000 - 1]
 
 
 @pytest.mark.parametrize("counts", [(54, 54, 54), (54, 54, 0), (54, 0, 0), (0, 0, 0), (3, 1, 2)])
 @pytest.mark.parametrize("frame_id", ["", "base_link", "abc"])
-def test_joint_state_bytes_are_what_rclpy_serialises(counts, frame_id):
+def test_joint_state_bytes_are_the_wire_format(counts, frame_id):
     from builtin_interfaces.msg import Time
     from rclpy.serialization import deserialize_message, serialize_message
     from sensor_msgs.msg import JointState
@@ -26,8 +30,19 @@ def test_joint_state_bytes_are_what_rclpy_serialises(counts, frame_id):
         msg = JointState(name=names, position=arrays[0].tolist(), velocity=arrays[1].tolist(), effort=arrays[2].tolist())
         msg.header.frame_id = frame_id
         msg.header.stamp = Time(sec=stamp_ns // 10**9, nanosec=stamp_ns % 10**9)
-        assert len(raw) == len(serialize_message(msg)) and deserialize_message(raw, JointState) == msg
+        assert deserialize_message(raw, JointState) == msg
         assert list(deserialize_message(raw, JointState).velocity) == arrays[1].tolist()
+        assert raw == bytes(TYPESTORE.serialize_cdr(_rosbags_joint_state(names, frame_id, stamp_ns, arrays), JOINT_STATE))
+        if counts == (54, 54, 54):  # no empty array: rclpy's serialize_message writes the same length
+            assert len(raw) == len(serialize_message(msg))
+
+
+def _rosbags_joint_state(names, frame_id, stamp_ns, arrays):
+    types = TYPESTORE.types
+    stamp = types["builtin_interfaces/msg/Time"](sec=stamp_ns // 10**9, nanosec=stamp_ns % 10**9)
+    return types[JOINT_STATE](header=types["std_msgs/msg/Header"](stamp=stamp, frame_id=frame_id), name=list(names),
+                              position=np.asarray(arrays[0], dtype=np.float64), velocity=np.asarray(arrays[1], dtype=np.float64),
+                              effort=np.asarray(arrays[2], dtype=np.float64))
 
 
 def test_joint_state_arrays_of_another_length_are_refused():
