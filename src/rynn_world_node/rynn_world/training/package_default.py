@@ -206,6 +206,13 @@ def package_default(config_name: str, checkpoint: Path, evaluation: Path, method
 TINY_SECTION = "## Tiny streaming decoder"
 
 
+def _held_out_episodes(data: dict) -> str:
+    """Which episodes of which generator runs a held-out data config selects (its more_roots too)."""
+    roots = [data, *data.get("more_roots", [])]
+    return "; ".join(f"episodes {r['episodes']} of every task" + (f" of `{r['root']}`" if len(roots) > 1 else "")
+                     for r in roots)
+
+
 def tiny_decoder_section(run_dir: Path, recipe: Path) -> str:
     """The card's section for a distilled tiny decoder, from its run's evaluation.json."""
     report = json.loads((run_dir / "evaluation.json").read_text())
@@ -222,7 +229,7 @@ world-model node decodes with it on the CPU (`decoder:=auto`; `decoder:=vae` for
 Recipe: `python -m rynn_world.training.distill_tiny_decoder --config {recipe}` ({report['config']['steps']}
 steps), then `python -m rynn_world.training.package_default --tiny-decoder {run_dir} --recipe {recipe}`.
 
-Held out: episodes {held_out['episodes']} of every task, first {held_out['clip_frames']} frames; latents from the VAE
+Held out: {_held_out_episodes(held_out)}, {held_out['clip_frames']}-frame clips; latents from the VAE
 encoder of the recorded frames (`encoded`) and from the causal student for the recorded skeletons (`generated`,
 what the live stream decodes). PSNR in dB:
 
