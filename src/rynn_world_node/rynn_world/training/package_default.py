@@ -339,16 +339,21 @@ def _served_rows(before: dict, after: dict, method: str) -> str:
                                                 ("before", before, method), ("after (shipped)", after, method)))
 
 
+def _mix_lines(data) -> str:
+    """A training data config's generator runs (its more_roots too) as card lines: which episodes, how clipped."""
+    roots = [(data.root, data.exclude_episodes, data.episodes, data.stride),
+             *((r.root, r.exclude_episodes, r.episodes, r.stride or data.stride) for r in data.more_roots)]
+    return "\n".join(f"- `{root}`: " + (f"episodes {keep}" if keep else "every episode") +
+                     (f" except {drop}" if drop else "") + f", {data.clip_frames}-frame clips every {stride} frames"
+                     for root, drop, keep, stride in roots)
+
+
 def finetune_section(checkpoint: Path, evaluations: list[tuple[dict, dict]], method: str, recipe: list[Path],
                      data_commands: list[str], curves: dict | None) -> str:
     """The card's fine-tune section: what the transformer was fine-tuned on, and each clip set served
     (composited) before and after, with the fine-tune's curve."""
     finetune = load_config(DistillConfig, recipe[0])
-    roots = [(finetune.data.root, finetune.data.exclude_episodes, finetune.data.episodes, finetune.data.stride),
-             *((r.root, r.exclude_episodes, r.episodes, r.stride or finetune.data.stride) for r in finetune.data.more_roots)]
-    mix = "\n".join(f"- `{root}`: " + (f"episodes {keep}" if keep else "every episode") +
-                    (f" except {drop}" if drop else "") + f", {finetune.data.clip_frames}-frame clips every {stride} frames"
-                    for root, drop, keep, stride in roots)
+    mix = _mix_lines(finetune.data)
     if len(recipe) != 1 + len(evaluations):
         raise ValueError("--recipe: the fine-tune config, then one evaluation config per --finetune-evaluation")
     commands = "\n".join(f"{i}. `{c}`" for i, c in enumerate([*data_commands, recipe_command(recipe[0])], 1))
@@ -440,12 +445,7 @@ def decoder_section(checkpoint: Path, evaluations: list[tuple[dict, dict]], ceil
     ceiling (what any DiT decoded by it can reach) and the shipped transformer served through it, before
     and after."""
     vae_config = load_config(VAETrainConfig, recipe[0])
-    data = vae_config.data
-    roots = [(data.root, data.exclude_episodes, data.episodes, data.stride),
-             *((r.root, r.exclude_episodes, r.episodes, r.stride or data.stride) for r in data.more_roots)]
-    mix = "\n".join(f"- `{root}`: " + (f"episodes {keep}" if keep else "every episode") +
-                    (f" except {drop}" if drop else "") + f", {data.clip_frames}-frame clips every {stride} frames"
-                    for root, drop, keep, stride in roots)
+    mix = _mix_lines(vae_config.data)
     ceiling_tables = "\n".join(_ceiling_rows(before, after, *(next(iter(r["checkpoints"])) for r in (before, after)))
                                for before, after in ceilings)
     tables = "\n".join(_served_rows(before, after, method) for before, after in evaluations)
