@@ -14,7 +14,7 @@ measures from this separate process over DDS:
 * the CPU share (% of one core, psutil) of every graph process over each window, and
   the sum of everything that is not the world model or the simulated robot.
 
-    .venv/bin/python benchmarks/bench_digital_latency.py [--seconds 20] [--warmup 8] [launch arguments name:=value ...]
+    .venv/bin/python benchmarks/bench_digital_latency.py [--seconds 20] [--warmup 8] [--runs 3] [launch arguments name:=value ...]
 
 e.g. ``compose:=false`` runs every node as its own process (see src/rynn_world_node/config/teleop_graph.yaml).
 The machine line says how loaded the machine was: the figures are only comparable
@@ -57,9 +57,10 @@ os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
 
 STARTED = re.compile(r"\[rynn_launch\] started (\S+) \(pid (\d+)")
 ALL_UP = re.compile(r"\[rynn_launch\] all \d+ nodes up")
-# Processes whose CPU the issue-12 budget (<= 35 % of one core for operator sources, retarget, bridge
-# and recorder) does not count: the model, the robot's stand-in, and the optional operator console.
+# Processes the graph's own-work budget (operator side, bridge, recorder, robot_state_publisher: <= 40 % of one
+# core in digital mode while recording) does not count: the model, the robot's stand-in, the optional console.
 NOT_BUDGETED = ("world_model", "sim_robot", "operator_console")
+BUDGET_PERCENT = 40.0
 
 
 def machine_info() -> str:
@@ -135,7 +136,7 @@ class CpuMeter:
 
 
 def is_budgeted(name: str) -> bool:
-    """Issue 12's CPU budget: every graph process but the world model, the simulated robot, the console,
+    """The graph's own-work budget: every graph process but the world model, the simulated robot, the console,
     the launcher and the measuring process itself."""
     return name not in ("launcher", "this_probe") and not any(word in name for word in NOT_BUDGETED)
 
@@ -266,7 +267,31 @@ def report(window: dict) -> None:
         budgeted += share if counted else 0.0
         print(f"    {name:28s} {share:6.1f}{'' if counted else '   (not budgeted)'}")
     print(f"    {'total':28s} {sum(window['cpu'].values()):6.1f}")
-    print(f"    {'operator+retarget+bridge+recorder':34s} {budgeted:6.1f}  (issue 12 budget: <= 35)")
+    print(f"    {'operator+bridge+recorder+robot_state_publisher':48s} {budgeted:6.1f}  (budget: <= {BUDGET_PERCENT:g})")
+
+
+def figures(window: dict) -> dict[str, float]:
+    """One mode's headline figures: canonical FPS, frame age p50/p99 (ms), the bridge's command period p99 (ms),
+    the budgeted CPU and the CPU left idle on this machine (% of one core)."""
+    ages, seconds = window["ages"] * 1e3, window["seconds"]
+    period = next((entry.p99 * 1e3 for entry in getattr(window["status"].get("rynn_bridge"), "latencies", [])
+                   if entry.stage == "command_period"), float("nan"))
+    cpu = window["cpu"]
+    return {"fps": ages.size / seconds, "age_p50": float(np.percentile(ages, 50)) if ages.size else float("nan"),
+            "age_p99": float(np.percentile(ages, 99)) if ages.size else float("nan"), "command_p99": period,
+            "budgeted": sum(share for name, share in cpu.items() if is_budgeted(name)),
+            "idle": 100.0 * (os.cpu_count() or 1) - sum(cpu.values())}
+
+
+def summary(runs: list[list[dict]]) -> str:
+    """Min / median / max over the runs of each mode's figures, one markdown table."""
+    lines = ["| mode | figure | min | median | max |", "| --- | --- | --- | --- | --- |"]
+    for index, label in enumerate(w["label"] for w in runs[0]):
+        per_run = [figures(windows[index]) for windows in runs if len(windows) > index]
+        for key in per_run[0]:
+            values = np.array([f[key] for f in per_run])
+            lines.append(f"| {label} | {key} | {values.min():.1f} | {np.median(values):.1f} | {values.max():.1f} |")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -277,8 +302,16 @@ def main() -> None:
     parser.add_argument("--log-dir", help="keep the nodes' logs and the bag here (default: a temporary directory)")
     parser.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE",
                         help="override one node parameter, as rynn_launch --set (repeatable): compare settings")
+    parser.add_argument("--runs", type=int, default=1, help="start the graph this many times; then min/median/max")
     options = parser.parse_args()
+    runs = [run_once(options) for _ in range(options.runs)]
+    if options.runs > 1:
+        print(f"\n== {options.runs} runs (fps; ages and command period in ms; budgeted and idle CPU in % of one core; "
+              f"budget <= {BUDGET_PERCENT:g})\n{summary(runs)}")
 
+
+def run_once(options) -> list[dict]:
+    """Start the graph, record an episode, measure digital then real mode, report; the measured windows."""
     import rclpy
     from rclpy.experimental import EventsExecutor
     from rynn_teleop_msgs.srv import SetMode
@@ -324,6 +357,7 @@ def main() -> None:
         print("\n".join(["\nnode exits during the run:", *exits]) if exits else "\nno node exited during the run")
         print(f"\nprocesses: {', '.join(f'{name}={pid}' for name, pid in processes.items())}")
         print(f"machine at the end: {machine_info()}")
+    return windows
 
 
 if __name__ == "__main__":

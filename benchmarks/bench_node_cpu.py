@@ -31,7 +31,7 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_digital_latency import STARTED, CpuMeter, call, is_budgeted, launch_command, machine_info, start_graph
+from bench_digital_latency import BUDGET_PERCENT, STARTED, CpuMeter, call, is_budgeted, launch_command, machine_info, start_graph
 from rynn_common.ros_names import ACTION_TOPIC, RECORDER_SERVICES
 
 
@@ -167,7 +167,7 @@ def main() -> None:
             per_tick = f"{1e3 * seconds / ticks:24.3f}" if ticks else f"{'n/a':>24s}"
             print(f"  {name:26s} {100 * seconds / elapsed:12.1f} {per_tick}{'' if counted else '   (not budgeted)'}")
         print(f"  {'operator+retarget+bridge+recorder+robot_state_publisher':26s} {100 * budgeted / elapsed:.1f} "
-              f"% of a core (issue 12 budget: <= 35)")
+              f"% of a core (budget in digital mode while recording: <= {BUDGET_PERCENT:g})")
         if options.profile:
             print(f"\nprofile of {options.profile} (pid {processes[options.profile]}), py-spy, {options.seconds:g} s:")
             print_threads(threads_before, threads_after, names, elapsed)
