@@ -339,6 +339,12 @@ def _served_rows(before: dict, after: dict, method: str) -> str:
                                                 ("before", before, method), ("after (shipped)", after, method)))
 
 
+def _verdict_lines(evaluations: list[tuple[dict, dict]], method: str) -> str:
+    """Per clip set, the model after the change against the targets (copy + 2 dB, SSIM, grounding)."""
+    return "\n".join(f"- `{after['config']['data']['root']}`: {_beats_copy_reference(after['summary'], method)[1]}."
+                     for _, after in evaluations)
+
+
 def _mix_lines(data) -> str:
     """A training data config's generator runs (its more_roots too) as card lines: which episodes, how clipped."""
     roots = [(data.root, data.exclude_episodes, data.episodes, data.stride),
@@ -359,8 +365,7 @@ def finetune_section(checkpoint: Path, evaluations: list[tuple[dict, dict]], met
     commands = "\n".join(f"{i}. `{c}`" for i, c in enumerate([*data_commands, recipe_command(recipe[0])], 1))
     scored = ", ".join(f"`{recipe_command(p)}`" for p in recipe[1:])
     tables = "\n".join(_served_rows(before, after, method) for before, after in evaluations)
-    verdicts = "\n".join(f"- `{after['config']['data']['root']}`: {_beats_copy_reference(after['summary'], method)[1]}."
-                         for _, after in evaluations)
+    verdicts = _verdict_lines(evaluations, method)
     curve = ""
     if curves is not None:
         rows = "\n".join(f"| {p['step']} | {p['psnr']:.2f} | {p['ssim']:.3f} |" for p in curves["points"])
@@ -449,8 +454,7 @@ def decoder_section(checkpoint: Path, evaluations: list[tuple[dict, dict]], ceil
     ceiling_tables = "\n".join(_ceiling_rows(before, after, *(next(iter(r["checkpoints"])) for r in (before, after)))
                                for before, after in ceilings)
     tables = "\n".join(_served_rows(before, after, method) for before, after in evaluations)
-    verdicts = "\n".join(f"- `{after['config']['data']['root']}`: {_beats_copy_reference(after['summary'], method)[1]}."
-                         for _, after in evaluations)
+    verdicts = _verdict_lines(evaluations, method)
     scored = ", ".join(f"`{recipe_command(p)}`" for p in recipe[2:])
     picture = "" if not side_by_side else f"""
 ![held-out clips as generated, real and copied]({SIDE_BY_SIDE_PNG})
