@@ -40,6 +40,7 @@ from rclpy.node import Node
 from rclpy.serialization import serialize_message
 
 from rynn_common.cdr import deserialize
+from rynn_common.rate_gate import RateGate
 
 # In-process messages whose DDS copy a subscription still waits for (a starved executor may take
 # copies late; TF_QOS keeps 1000). Beyond it the oldest is forgotten: its copy, should it still
@@ -55,9 +56,8 @@ class LocalPublisher:
         self.msg_type = msg_type
         self.publisher = node.create_publisher(msg_type, topic, qos)
         self.local_subscriptions: tuple[LocalSubscription, ...] = ()
-        self.dds_interval_s = 1.0 / dds_rate_hz if dds_rate_hz > 0 else 0.0
+        self._dds_gate = RateGate(1.0 / dds_rate_hz if dds_rate_hz > 0 else 0.0)
         self.dds_skipped = 0  # linked: messages delivered in-process only
-        self._next_dds_s = float("-inf")
 
     @property
     def topic_name(self) -> str:
@@ -88,7 +88,7 @@ class LocalPublisher:
 
     def _publish_linked(self, make_message: Callable[[], object]):
         """Linked: the message on DDS when due (its copies announced to the linked subscriptions); it, or None."""
-        if not self._dds_due(time.monotonic()):
+        if not self._dds_gate.due(time.monotonic()):
             self.dds_skipped += 1
             return None
         msg = make_message()
@@ -97,14 +97,6 @@ class LocalPublisher:
             subscription.expect_copy(data)
         self.publisher.publish(data)
         return msg
-
-    def _dds_due(self, now: float) -> bool:
-        """Every ``dds_interval_s`` on average (a late message does not bring the next one forward)."""
-        if now < self._next_dds_s:
-            return False
-        following = self._next_dds_s + self.dds_interval_s
-        self._next_dds_s = following if following > now else now + self.dds_interval_s
-        return True
 
 
 class LocalSubscription:

@@ -52,6 +52,7 @@ from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.qos import LATCHED_QOS, LATEST_ONLY_QOS, LIVE_QOS, RECORDED_CAMERA_QOS, RECORDED_STREAM_QOS, RELAY_IMAGE_QOS, STATUS_QOS
+from rynn_common.rate_gate import RateGate
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status
 from rynn_common.ros_names import ACTION_TOPIC, DIAGNOSTICS_TOPIC, JOINT_STATES_TOPIC, MODE_TOPIC, SET_MODE_SERVICE, STATUS_TOPIC
 from rynn_robot_bridge.bridge.camera_router import CameraRouter, FrameFormat, Routed
@@ -94,8 +95,7 @@ class BridgeNode(Node):
         self._joint_names = joint_names()
         self._joint_state_layouts: dict[tuple[int, int, int], JointStateLayout] = {}  # by array lengths
         self._joint_state_lock = threading.Lock()
-        self._joint_state_period_s = 1.0 / settings.joint_state_rate_hz
-        self._next_joint_state_at = now
+        self._joint_state_gate = RateGate(1.0 / settings.joint_state_rate_hz, now)
         self._last_cycle_at: float | None = None
         self._reported_faults: set[str] = set()
         self._frames_forwarded = 0
@@ -151,7 +151,7 @@ class BridgeNode(Node):
         A rejected one is only counted: the status fault (logged when it appears) says why, with the counts,
         so a flood of bad states costs no per-packet logging."""
         accepted = not self.commander.update_measured(state, received_at)
-        if accepted and self.commander.mode == Mode.REAL and self._joint_state_due(received_at):
+        if accepted and self.commander.mode == Mode.REAL and self._joint_state_gate.due(received_at):
             self._publish_joint_state(state.position, state.velocity, state.effort)
 
     def _command_cycle(self, now: float) -> None:
@@ -160,7 +160,7 @@ class BridgeNode(Node):
             command = self.commander.cycle(now)
             if command is not None:
                 self.link.send(command)
-        if self.commander.mode == Mode.DIGITAL and self._joint_state_due(now):
+        if self.commander.mode == Mode.DIGITAL and self._joint_state_gate.due(now):
             virtual = self.commander.virtual_state()
             if virtual is not None:
                 self._publish_joint_state(*virtual)
@@ -195,13 +195,6 @@ class BridgeNode(Node):
         if reason:
             with self._stats_lock:
                 self.stats.reject(f"action_{reason}")
-
-    def _joint_state_due(self, now: float) -> bool:
-        if now < self._next_joint_state_at:
-            return False
-        following = self._next_joint_state_at + self._joint_state_period_s
-        self._next_joint_state_at = following if following > now else now + self._joint_state_period_s
-        return True
 
     def _publish_joint_state(self, position, velocity, effort=()) -> None:
         """Published as soon as the state exists (never from a cache), so every message is a new state; as the
