@@ -72,11 +72,14 @@ def main() -> None:
     parser.add_argument("--min-fps", type=float, default=10.0, help="the canonical camera's rate the picture needs")
     parser.add_argument("--hold-s", type=float, default=10.0, help="healthy this long in a row before the shot")
     parser.add_argument("--timeout-s", type=float, default=900.0, help="give up (no picture) after this long")
+    parser.add_argument("--browser-competes", action="store_true",
+                        help="run the headless browser at normal priority; by default it gets only idle CPU, "
+                             "its software WebGL standing in for a desktop's GPU")
     args, graph_arguments = parser.parse_known_args()
     log_dir = Path(tempfile.mkdtemp(prefix="console_screenshot_"))
     session = start_graph(["mode:=digital", *graph_arguments, "--set", "operator_console.skeleton_overlay=true"], log_dir)
     print(f"console at {session.url} (logs in {log_dir})")
-    driver = browser.start_browser(session.url, window_size=(1600, 1100))
+    driver = browser.start_browser(session.url, window_size=(1600, 1250), idle_priority=not args.browser_competes)
     rgb, problems = None, ["the page never loaded"]
     try:
         deadline, healthy_since = time.monotonic() + args.timeout_s, None

@@ -36,6 +36,14 @@ def test_stream_rate_and_age_come_from_arrivals_and_header_stamps():
     assert reading.count == 21
 
 
+def test_a_backlog_taken_at_once_still_reads_at_the_streams_rate():
+    """A starved viewer takes 16 frames stamped over one second in 20 ms: the rate is 15 FPS, not 750."""
+    stats = StreamStats(window_s=2.0)
+    for i in range(16):
+        stats.add(50.0 + i * 0.00125, stamp=7000.0 + i / 15.0)
+    assert stats.reading(now_monotonic=50.1, now_stamp_clock=7001.2).fps == pytest.approx(15.0)
+
+
 def test_stream_rate_forgets_arrivals_outside_its_window():
     stats = StreamStats(window_s=1.0)
     for i in range(10):

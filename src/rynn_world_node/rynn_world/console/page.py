@@ -118,7 +118,9 @@ class ConsolePage:
                  overlay_on: bool, robot_view: bool = True):
         self.jpeg_quality = jpeg_quality
         self.server = viser.ViserServer(host=host, port=port, label="Rynn operator console", verbose=False)
-        self.server.gui.configure_theme(control_width="large", show_share_button=False, show_logo=False)
+        # "fixed": the controls are a sidebar of their own, so they do not cover the 3D view framed on the robot
+        self.server.gui.configure_theme(control_layout="fixed", control_width="large", show_share_button=False,
+                                        show_logo=False)
         self.server.gui.set_panel_label("Rynn operator console")
         self._build_cameras(overlay_on, actions)
         self._build_controls(actions)
@@ -137,9 +139,9 @@ class ConsolePage:
         gui = self.server.gui
         cameras = gui.add_panel()
         with cameras.add_tab("Camera (canonical)"):
+            self.camera_caption = gui.add_markdown("waiting for frames")  # above: seen without scrolling
             self.camera = gui.add_image(_placeholder(640, 480), label=IMAGE_TOPIC,
                                         format="jpeg", jpeg_quality=self.jpeg_quality)
-            self.camera_caption = gui.add_markdown("waiting for frames")
             overlay = gui.add_checkbox("Operator skeleton overlay", initial_value=overlay_on)
             overlay.on_update(lambda event: actions.overlay(bool(overlay.value)) if actions.allowed(event, "Overlay")
                               else setattr(overlay, "value", not overlay.value))  # refused: set back

@@ -21,26 +21,35 @@ class StreamReading:
 
 
 class StreamStats:
-    """Arrival times over a sliding window -> FPS; the newest header stamp -> age."""
+    """Messages that arrived within a sliding window -> FPS; the newest header stamp -> age.
+
+    The rate is read off the header stamps of those messages when they carry stamps: a viewer the
+    machine starves takes a backlog at once, and arrival times would then say a burst, then silence.
+    """
 
     def __init__(self, window_s: float = 2.0, max_samples: int = 512):
         if window_s <= 0:
             raise ValueError(f"window_s must be positive, got {window_s}")
         self.window_s = window_s
         self._arrivals: deque[float] = deque(maxlen=max_samples)
+        self._stamps: deque[float | None] = deque(maxlen=max_samples)
         self._newest_stamp: float | None = None
         self.count = 0
 
     def add(self, arrival: float, stamp: float | None = None) -> None:
         """One message arrived at monotonic ``arrival`` carrying header time ``stamp`` (if any)."""
+        stamped = stamp is not None and stamp > 0.0
         self._arrivals.append(arrival)
-        if stamp is not None and stamp > 0.0:
+        self._stamps.append(stamp if stamped else None)
+        if stamped:
             self._newest_stamp = stamp
         self.count += 1
 
     def reading(self, now_monotonic: float, now_stamp_clock: float) -> StreamReading:
-        recent = [t for t in self._arrivals if now_monotonic - t <= self.window_s]
-        fps = (len(recent) - 1) / (recent[-1] - recent[0]) if len(recent) >= 2 and recent[-1] > recent[0] else 0.0
+        recent = [(t, s) for t, s in zip(self._arrivals, self._stamps) if now_monotonic - t <= self.window_s]
+        times = [s for _, s in recent] if all(s is not None for _, s in recent) else [t for t, _ in recent]
+        span = max(times) - min(times) if len(times) >= 2 else 0.0
+        fps = (len(times) - 1) / span if span > 0.0 else 0.0
         if not self._arrivals:
             return StreamReading(0.0, None, None, 0)
         silent = now_monotonic - self._arrivals[-1]
@@ -50,6 +59,7 @@ class StreamStats:
     def reset(self) -> None:
         """Forget everything (the subscription went away with the last browser)."""
         self._arrivals.clear()
+        self._stamps.clear()
         self._newest_stamp = None
         self.count = 0
 

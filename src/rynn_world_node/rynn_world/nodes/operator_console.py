@@ -40,7 +40,7 @@ from rynn_common.clock_steps import create_steady_timer
 from rynn_common.description import resolve_urdf_path
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
-from rynn_common.qos import LATCHED_QOS, LATEST_IMAGE_QOS, LATEST_ONLY_QOS, REPORTS_QOS
+from rynn_common.qos import CAMERA_VIEW_QOS, LATCHED_QOS, LATEST_ONLY_QOS, REPORTS_QOS
 from rynn_common.ros_conversions import seconds_from_time
 from rynn_common.ros_names import (
     CAMERA_SKELETON_TOPIC,
@@ -436,7 +436,7 @@ def make_viewer(console: OperatorConsoleNode) -> Node:
         viewer.create_subscription(msg_type, topic, callback, qos, raw=raw)
 
     for topic in console.frames:  # the other source is chosen by the mode when shown
-        subscribe(Image, topic, lambda raw, t=topic: console._on_frame(console.frames[t], raw), LATEST_IMAGE_QOS, raw=True)
+        subscribe(Image, topic, lambda raw, t=topic: console._on_frame(console.frames[t], raw), CAMERA_VIEW_QOS, raw=True)
     subscribe(String, MODE_TOPIC, console._on_mode, LATCHED_QOS)
     subscribe(JointState, JOINT_STATES_TOPIC, console._on_measured, LATEST_ONLY_QOS, raw=True)
     subscribe(JointState, COMMAND_JOINT_STATES_TOPIC, console._on_commanded, LATEST_ONLY_QOS, raw=True)
