@@ -20,7 +20,7 @@ from rynn_world.console.board import (
 )
 from rynn_world.console.frames import FramePacer, SkeletonOverlay, downscale
 from rynn_world.console.pose import JointPoser
-from rynn_world.console.streams import RequiredStream, StreamStats, stale_banner
+from rynn_world.console.streams import RequiredStream, Stage, StreamStats, stale_banner
 
 # --- streams ---------------------------------------------------------------------------------
 
@@ -79,6 +79,46 @@ def test_the_banner_names_each_stale_required_stream():
 
 
 # --- frames ----------------------------------------------------------------------------------
+
+
+def test_a_stale_camera_names_the_first_stage_of_its_chain_that_stopped():
+    """Digital mode: trackers -> retarget -> world model -> bridge relay -> canonical camera. The stage
+    named is the first one silent, every stage before it fresh."""
+    chain = (Stage("operator trackers", "/tf", 1.0), Stage("retarget", "retarget_node outputs", 3.0),
+             Stage("world model", "/digital", 2.0), Stage("bridge camera relay", "/camera", 2.0))
+    required = [RequiredStream("/camera", "canonical camera", 2.0)]
+
+    def reading(last_arrival):
+        stats = StreamStats()
+        stats.add(last_arrival)
+        return stats.reading(20.0, 20.0)
+
+    readings = {"/tf": reading(19.9), "retarget_node outputs": reading(19.5), "/digital": reading(14.0),
+                "/camera": reading(13.9)}
+    assert stale_banner(readings, required, 60.0, {"/camera": chain}) == (
+        "STALE: canonical camera (/camera): silent for 6.1 s, stalled stage: world model "
+        "(/digital silent for 6.0 s, its input retarget fresh)")
+    readings["/digital"] = reading(19.95)  # the model still streams: the relay stopped
+    assert stale_banner(readings, required, 60.0, {"/camera": chain}).endswith(
+        "stalled stage: bridge camera relay (/camera silent for 6.1 s, its input world model fresh)")
+    readings["/tf"] = reading(10.0)  # the operator stopped first
+    assert stale_banner(readings, required, 60.0, {"/camera": chain}).endswith(
+        "stalled stage: operator trackers (/tf silent for 10.0 s)")
+    del readings["/tf"]  # never came
+    assert "stalled stage: operator trackers (/tf nothing received)" in stale_banner(readings, required, 60.0, {"/camera": chain})
+    assert stale_banner(readings, required, 60.0) == "STALE: canonical camera (/camera): silent for 6.1 s"  # no chain known
+
+
+def test_a_nodes_outputs_fall_silent_when_its_counter_stops_or_its_reports_stop():
+    board = HealthBoard()
+    assert board.outputs_reading("retarget_node", 10.0) is None
+    board.on_status(status("retarget_node", 10.0, 1000))
+    board.on_status(status("retarget_node", 11.0, 1200))
+    assert board.outputs_reading("retarget_node", 11.5).silent_s == pytest.approx(0.5)
+    board.on_status(status("retarget_node", 12.0, 1200))  # still reporting, nothing new
+    board.on_status(status("retarget_node", 13.0, 1200))
+    assert board.outputs_reading("retarget_node", 13.0).silent_s == pytest.approx(2.0)
+    assert board.outputs_reading("retarget_node", 20.0).silent_s == pytest.approx(9.0)  # reports stopped too
 
 
 def test_downscale_bounds_the_width_and_keeps_the_aspect():

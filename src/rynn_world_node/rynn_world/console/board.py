@@ -10,6 +10,8 @@ import json
 import threading
 from dataclasses import dataclass, field
 
+from rynn_world.console.streams import StreamReading
+
 WORLD_MODEL_SOURCE = "world_model_node"
 LOOP_SOURCE = "retarget_node"  # its outputs are the 200 Hz actions
 LOOP_TARGET_HZ = 200.0
@@ -56,12 +58,24 @@ class HealthBoard:
         self.status: dict[str, StatusReport] = {}
         self.diagnostics: dict[str, DiagnosticReport] = {}
         self.output_hz: dict[str, float] = {}
+        self._outputs_rose_s: dict[str, float] = {}  # stamp of the newest report whose counter had grown
 
     def on_status(self, report: StatusReport) -> None:
         previous = self.status.get(report.source)
         if previous is not None and report.stamp_s > previous.stamp_s and report.outputs >= previous.outputs:
             self.output_hz[report.source] = (report.outputs - previous.outputs) / (report.stamp_s - previous.stamp_s)
+        if previous is None or report.outputs != previous.outputs:
+            self._outputs_rose_s[report.source] = report.stamp_s
         self.status[report.source] = report
+
+    def outputs_reading(self, source: str, now_stamp_clock: float) -> StreamReading | None:
+        """A node's outputs as a stream: silent since the newest status report that counted more (a node that
+        stops reporting falls silent too); None before its first report."""
+        rose = self._outputs_rose_s.get(source)
+        if rose is None:
+            return None
+        silent = max(0.0, now_stamp_clock - rose)
+        return StreamReading(self.output_hz.get(source, 0.0), silent, silent, self.status[source].outputs)
 
     def on_diagnostic(self, report: DiagnosticReport) -> None:
         self.diagnostics[report.name] = report

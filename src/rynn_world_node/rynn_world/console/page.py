@@ -118,9 +118,8 @@ class ConsolePage:
                  overlay_on: bool, robot_view: bool = True):
         self.jpeg_quality = jpeg_quality
         self.server = viser.ViserServer(host=host, port=port, label="Rynn operator console", verbose=False)
-        # "fixed": the controls are a sidebar of their own, so they do not cover the 3D view framed on the robot
-        self.server.gui.configure_theme(control_layout="fixed", control_width="large", show_share_button=False,
-                                        show_logo=False)
+        self.server.gui.configure_theme(control_width="large", show_share_button=False, show_logo=False)
+        self.server.gui.main_panel.dock_right()  # a sidebar of its own: it does not cover the 3D view of the robot
         self.server.gui.set_panel_label("Rynn operator console")
         self._build_cameras(overlay_on, actions)
         self._build_controls(actions)

@@ -73,15 +73,43 @@ class RequiredStream:
     stale_after_s: float
 
 
-def stale_banner(readings: dict[str, StreamReading], required: list[RequiredStream], watching_for_s: float) -> str:
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the pipeline that feeds a required stream: ``key`` names its reading (a topic, or a
+    node's output counter); it is stalled once that reading is silent longer than ``stale_after_s``."""
+
+    label: str
+    key: str
+    stale_after_s: float
+
+
+def _silence(reading: StreamReading | None, stale_after_s: float, watching_for_s: float) -> str:
+    """Why a reading is stale ("" when it is fresh)."""
+    if reading is None or reading.silent_s is None:
+        return "nothing received" if watching_for_s > stale_after_s else ""
+    return f"silent for {reading.silent_s:.1f} s" if reading.silent_s > stale_after_s else ""
+
+
+def stalled_stage(readings: dict[str, StreamReading], chain: tuple[Stage, ...], watching_for_s: float) -> str:
+    """The first stage of ``chain`` (source first) whose output is stale: every stage before it is
+    fresh, so that is where the stream stopped. "" when no stage of the chain is stale."""
+    for index, stage in enumerate(chain):
+        why = _silence(readings.get(stage.key), stage.stale_after_s, watching_for_s)
+        if why:
+            fed = f", its input {chain[index - 1].label} fresh" if index > 0 else ""
+            return f"stalled stage: {stage.label} ({stage.key} {why}{fed})"
+    return ""
+
+
+def stale_banner(readings: dict[str, StreamReading], required: list[RequiredStream], watching_for_s: float,
+                 chains: dict[str, tuple[Stage, ...]] | None = None) -> str:
     """One line naming every required stream that is silent too long (or never came once the
-    console has watched longer than its limit); empty when all are fresh."""
+    console has watched longer than its limit), each with the stage that stalled it when ``chains``
+    gives the stages that feed it; empty when all are fresh."""
     problems = []
     for stream in required:
-        reading = readings.get(stream.topic)
-        if reading is None or reading.silent_s is None:
-            if watching_for_s > stream.stale_after_s:
-                problems.append(f"{stream.label} ({stream.topic}): nothing received")
-        elif reading.silent_s > stream.stale_after_s:
-            problems.append(f"{stream.label} ({stream.topic}): silent for {reading.silent_s:.1f} s")
+        why = _silence(readings.get(stream.topic), stream.stale_after_s, watching_for_s)
+        if why:
+            stage = stalled_stage(readings, (chains or {}).get(stream.topic, ()), watching_for_s)
+            problems.append(f"{stream.label} ({stream.topic}): {why}" + (f", {stage}" if stage else ""))
     return "STALE: " + "; ".join(problems) if problems else ""

@@ -61,6 +61,7 @@ from rynn_robot_bridge.image_layout import read_image_header
 from rynn_robot_bridge.ros_camera import image_to_rgb
 from rynn_world.console.access import AccessGate, BrowserAccess, check_binding, read_token_file
 from rynn_world.console.board import (
+    LOOP_SOURCE,
     DiagnosticReport,
     HealthBoard,
     PendingCalls,
@@ -74,7 +75,7 @@ from rynn_world.console.frames import FramePacer, SkeletonOverlay, downscale
 from rynn_world.console.page import ConsoleActions, ConsolePage
 from rynn_world.console.pose import JointPoser
 from rynn_world.console.settings import ConsoleSettings
-from rynn_world.console.streams import RequiredStream, StreamStats, stale_banner
+from rynn_world.console.streams import RequiredStream, Stage, StreamStats, stale_banner
 from rynn_world.console.targets import TrackerTargets
 
 NODE_NAME = "operator_console"
@@ -82,6 +83,10 @@ TEXT_PERIOD_S = 0.5  # captions, health and recording text
 SCENE_PERIOD_S = 0.2  # the 3D view at 5 Hz: enough to follow the arms, and each update costs ~10 ms
 OTHER_CAMERA_FPS = 5.0
 BROWSER_CHECK_S = 0.5
+JOINT_STATES_STALE_S = 1.0
+STATUS_STALE_S = 3.0  # nodes report a few times a second
+OPERATOR_STALE_S = 1.0  # the operator's /tf reaches DDS at 30 Hz
+LOOP_OUTPUTS = f"{LOOP_SOURCE} outputs"  # the key of the retarget node's output counter among the readings
 
 
 class LatestFrame:
@@ -136,8 +141,8 @@ class OperatorConsoleNode(Node):
         self.overlay = SkeletonOverlay()
         self.required = [
             RequiredStream(IMAGE_TOPIC, "canonical camera", self.camera_stale_s),
-            RequiredStream(JOINT_STATES_TOPIC, "robot joint states", 1.0),
-            RequiredStream(STATUS_TOPIC, "pipeline status", 3.0),
+            RequiredStream(JOINT_STATES_TOPIC, "robot joint states", JOINT_STATES_STALE_S),
+            RequiredStream(STATUS_TOPIC, "pipeline status", STATUS_STALE_S),
         ]
 
         self.clients_connected = 0
@@ -228,6 +233,8 @@ class OperatorConsoleNode(Node):
                 continue  # the robot's own TF tree shares /tf; the view draws the robot from its URDF
             p, q = t.transform.translation, t.transform.rotation
             poses[t.child_frame_id] = (np.array([p.x, p.y, p.z]), np.array([q.w, q.x, q.y, q.z]))
+        if not poses:
+            return  # only the robot's transforms: not the operator stream
         with self.lock:
             self.trackers.update(poses)
             self.stream_stats[TF_TOPIC].add(time.monotonic())
@@ -256,6 +263,19 @@ class OperatorConsoleNode(Node):
                     self.recording.on_recorder_diagnostic(report, now)
 
     # --- the page, at the browser's rate --------------------------------------------------------
+
+    def camera_chain(self, mode: str) -> tuple[Stage, ...]:
+        """The stages that feed the canonical camera in ``mode``, the operator first: a stale camera
+        banner names the first of them that stopped."""
+        trackers = Stage("operator trackers", TF_TOPIC, OPERATOR_STALE_S)
+        actions = Stage("retarget", LOOP_OUTPUTS, STATUS_STALE_S)
+        relay = Stage("bridge camera relay", IMAGE_TOPIC, self.camera_stale_s)
+        if mode == "digital":
+            return trackers, actions, Stage("world model", DIGITAL_IMAGE_TOPIC, self.camera_stale_s), relay
+        if mode == "real":
+            return (trackers, actions, Stage("robot", JOINT_STATES_TOPIC, JOINT_STATES_STALE_S),
+                    Stage("robot camera", REAL_IMAGE_TOPIC, self.camera_stale_s), relay)
+        return ()
 
     def other_topic(self) -> str:
         """The source that is not driving the canonical topics (none before the mode is known)."""
@@ -318,7 +338,11 @@ class OperatorConsoleNode(Node):
             camera = self.frames[IMAGE_TOPIC].stats.reading(now, now_ros)
             other = self.frames[other_topic].stats.reading(now, now_ros) if other_topic else None
             readings = {topic: stats.reading(now, now_ros) for topic, stats in self.stream_stats.items()}
-            readings[IMAGE_TOPIC] = camera
+            readings.update({topic: frame.stats.reading(now, now_ros) for topic, frame in self.frames.items()})
+            loop_outputs = self.health.outputs_reading(LOOP_SOURCE, now_ros)
+            if loop_outputs is not None:
+                readings[LOOP_OUTPUTS] = loop_outputs
+            chains = {IMAGE_TOPIC: self.camera_chain(self.mode)}
             loop = self.health.loop_rate_line()
             faults = self.health.faults()
             timings, counters = self.health.timings_markdown(), self.health.counters_markdown()
@@ -327,7 +351,7 @@ class OperatorConsoleNode(Node):
         page.camera_caption.content = _stream_caption(camera)
         page.other_camera.label = other_topic
         page.other_caption.content = _stream_caption(other) if other_topic else "waiting for the mode"
-        page.show_banner(stale_banner(readings, self.required, now - self.watching_since))
+        page.show_banner(stale_banner(readings, self.required, now - self.watching_since, chains))
         page.loop_rate.content = loop
         page.faults.content = ("**Faults**\n\n" + "\n".join(f"- {f}" for f in faults)) if faults else "No active faults."
         page.timings.content = timings
