@@ -16,7 +16,8 @@ def test_the_lower_of_seen_and_recorded_fps_decides():
     verdict = digital_verdict([episode("digital", 160, 110), episode("real", 300, 300)])
     assert verdict["subscriber_fps"] == 16.0 and verdict["recorded_fps"] == 11.0
     assert verdict["camera_fps"] == 11.0 and not verdict["met"]
-    assert digital_verdict([episode("digital", 130, 125)])["met"] is (12.5 >= DIGITAL_FPS_FLOOR)
+    assert not digital_verdict([episode("digital", 160, 150)])["met"]  # 15.0 written: below the model's clock
+    assert digital_verdict([episode("digital", 160, 159)])["met"] and DIGITAL_FPS_FLOOR == 15.8
 
 
 def test_a_mode_change_during_the_digital_episode_fails_and_the_summary_says_why():
@@ -26,7 +27,7 @@ def test_a_mode_change_during_the_digital_episode_fails_and_the_summary_says_why
     summary = {"episodes": episodes, "digital_real_time": verdict, "lerobot": {"path": "d", "episodes": 1, "frames": 1},
                "machine": {"cpus": 2, "load_average": 3.0}}
     text = summary_markdown(summary)
-    assert "BELOW the 12 FPS" in text and "the mode changed during the episode" in text and "16.0 / 16.0" in text
+    assert "BELOW the 15.8 FPS real-time floor (the model's 16 FPS clock)" in text and "the mode changed during the episode" in text and "16.0 / 16.0" in text
 
 
 def test_no_digital_episode_is_not_real_time():
