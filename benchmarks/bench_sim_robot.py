@@ -1,6 +1,12 @@
 """Simulated robot figures: physics vs real time, render FPS, LCM command-to-state latency, episodes/hour.
 
     .venv/bin/python benchmarks/bench_sim_robot.py [--seconds 5] [--episodes 2]
+    .venv/bin/python benchmarks/bench_sim_robot.py --backends [--repeats 3]
+
+``--backends`` compares the offscreen GL backends and llvmpipe thread counts side by
+side instead: MuJoCo fixes its backend at import, so each one runs in a fresh child
+process, the configurations alternating over the repeats (the machine is shared and
+noisy; alternating spreads the load over all of them alike); medians are printed.
 
 Latency is measured across two processes over real UDP multicast (ttl=0):
 this process sends 200 Hz commands, a child runs the real-time simulated
@@ -11,6 +17,7 @@ of the last accepted command in its state; latency = state arrival - send time.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import subprocess
@@ -52,7 +59,8 @@ finally:
 def machine() -> str:
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, MUJOCO_GL={os.environ.get('MUJOCO_GL')}"
+    return (f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, MUJOCO_GL={os.environ.get('MUJOCO_GL')}, "
+            f"LP_NUM_THREADS={os.environ.get('LP_NUM_THREADS')}")
 
 
 def bench_physics(seconds: float) -> None:
@@ -87,6 +95,83 @@ def bench_render(frames: int) -> None:
         samples = f"{robot.model.vis.quality.offsamples}x MSAA" + (" (shipped)" if offsamples is None else f" (shipped: {shipped})")
         print(f"render {scene} {width}x{height}, {samples}: {frames / elapsed:6.1f} FPS ({1000 * elapsed / frames:.1f} ms/frame wall, "
               f"{1000 * cpu / frames:.1f} ms CPU a frame incl. physics steps)")
+
+
+BACKEND_CONFIGS = [(gl, threads) for gl in ("egl", "osmesa") for threads in ("0", "1", "2")]
+BACKEND_CHILD = """
+import json, sys, time
+sys.path[:0] = {paths!r}
+import mujoco
+import numpy as np
+import rynn_robot_bridge.sim  # noqa: F401
+from rynn_common.description import D435I_COLOR
+from rynn_robot_bridge.config import load_robot_config
+from rynn_robot_bridge.sim.realtime import RealtimeSimRobot
+from rynn_robot_bridge.sim.simulator import HeadCameraView, SimulatedRobot
+
+camera = D435I_COLOR.scaled(640, 480)
+robot = SimulatedRobot("empty", camera=camera)
+view = HeadCameraView(robot.model, camera)
+data = mujoco.MjData(robot.model)
+view.render(data)  # context creation and first-frame set-up
+walls, cpus = [], []
+for k in range({frames}):  # the camera loop's work: a moved pose, kinematics, render
+    data.qpos[:] = robot.data.qpos
+    data.qpos[:7] += 0.2 * np.sin(0.1 * k)
+    wall, cpu = time.perf_counter(), time.process_time()
+    mujoco.mj_kinematics(robot.model, data)
+    mujoco.mj_camlight(robot.model, data)
+    view.render(data)
+    walls.append(time.perf_counter() - wall)
+    cpus.append(time.process_time() - cpu)
+view.close()
+runtime = RealtimeSimRobot(load_robot_config().with_lcm_url({url!r}), robot, on_frame=lambda rgb, t: None)
+runtime.start()
+stats = runtime.stats
+deadline = time.monotonic() + 60
+while stats.frames < 2 and time.monotonic() < deadline:  # the camera thread's GL context is up
+    time.sleep(0.05)
+frames, steps, overruns, cpu = stats.frames, stats.steps, stats.overruns, time.process_time()
+stats.longest_cycle_gap_s = 0.0
+time.sleep({seconds})
+cpu = time.process_time() - cpu
+print(json.dumps(dict(render_ms=1000 * float(np.median(walls)), render_cpu_ms=1000 * float(np.median(cpus)),
+                      live_fps=(stats.frames - frames) / {seconds}, live_steps_per_s=(stats.steps - steps) / {seconds},
+                      live_overruns=stats.overruns - overruns, live_gap_ms=1000 * stats.longest_cycle_gap_s,
+                      live_cpu=cpu / {seconds})))
+runtime.stop()
+"""
+
+
+def bench_backends(repeats: int, frames: int, seconds: float) -> None:
+    """Per backend and llvmpipe thread count (LP_NUM_THREADS; unset, llvmpipe takes one a core): a 640x480 frame
+    of the empty scene alone (wall and CPU ms, median), then the real-time robot with its 30 Hz camera for
+    ``seconds``: frames/s, control steps/s (500 wanted), cycles dropped, longest silence of the state stream
+    and CPU cores used."""
+    paths = [str(REPO / "src" / p) for p in ("rynn_common", "rynn_retarget", "rynn_robot_bridge")]
+    url = f"udpm://239.255.76.67:{LATENCY_PORT}?ttl=0"
+    child = BACKEND_CHILD.format(paths=paths, frames=frames, seconds=seconds, url=url)
+    results: dict[tuple[str, str], list[dict]] = {config: [] for config in BACKEND_CONFIGS}
+    for _ in range(repeats):
+        for gl, threads in BACKEND_CONFIGS:
+            env = {**os.environ, "MUJOCO_GL": gl, "PYOPENGL_PLATFORM": gl, "LP_NUM_THREADS": threads}
+            run = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True, timeout=300)
+            if run.returncode != 0:
+                print(f"{gl} LP_NUM_THREADS={threads}: failed: {run.stderr.strip().splitlines()[-1:]}")
+                continue
+            results[(gl, threads)].append(json.loads(run.stdout.strip().splitlines()[-1]))
+    print(f"load average {os.getloadavg()[0]:.1f}; {repeats} alternating runs each, medians (min-max of the run medians)")
+    print("backend  LP_NUM_THREADS | render ms wall | render ms CPU | live FPS | steps/s | overruns | longest state gap ms | cores")
+    for (gl, threads), runs in results.items():
+        if runs:
+            cells = [_spread([run[key] for run in runs], digits) for key, digits in (
+                ("render_ms", 1), ("render_cpu_ms", 1), ("live_fps", 1), ("live_steps_per_s", 0), ("live_overruns", 0),
+                ("live_gap_ms", 1), ("live_cpu", 2))]
+            print(f"{gl:>7}  {threads:>14} | " + " | ".join(cells))
+
+
+def _spread(values: list[float], digits: int) -> str:
+    return f"{np.median(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
 
 
 def bench_latency(seconds: float) -> None:
@@ -156,8 +241,13 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=60)
     parser.add_argument("--episodes", type=int, default=2)
     parser.add_argument("--episode-seconds", type=float, default=4.0)
+    parser.add_argument("--backends", action="store_true", help="only compare the GL backends and llvmpipe threads")
+    parser.add_argument("--repeats", type=int, default=3, help="alternating runs per backend (--backends)")
     args = parser.parse_args()
     print(f"machine: {machine()}")
+    if args.backends:
+        bench_backends(args.repeats, args.frames, args.seconds)
+        return
     bench_physics(args.seconds)
     bench_render(args.frames)
     bench_latency(args.seconds)

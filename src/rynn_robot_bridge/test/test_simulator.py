@@ -1,5 +1,9 @@
 """The MuJoCo robot: servo tracking, limits, the head camera's geometry, and the task success checks."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -189,3 +193,18 @@ def test_a_renderer_that_cannot_start_is_a_clear_error_and_physics_keeps_running
         sim.render()
     sim.step(10)
     assert sim.time == pytest.approx(0.02)
+
+
+@pytest.mark.parametrize("preset, expected", [(None, "1"), ("3", "3")])
+def test_llvmpipe_renders_on_one_thread_unless_the_environment_says_otherwise(preset, expected):
+    """Mesa reads LP_NUM_THREADS when the first GL context starts, so the choice is checked in a fresh
+    interpreter: importing the sim package sets it (``headless_gl.LLVMPIPE_THREADS``), a user's value is kept."""
+    env = {key: value for key, value in os.environ.items() if key not in ("LP_NUM_THREADS", "MUJOCO_GL")}
+    if preset is not None:
+        env["LP_NUM_THREADS"] = preset
+    env["MUJOCO_GL"] = "egl"  # skip the backend probe: only the thread count is under test
+    env["PYTHONPATH"] = os.pathsep.join(path for path in sys.path if path)  # these sources, not an installed copy
+    code = "import os, rynn_robot_bridge.sim; print(os.environ['LP_NUM_THREADS'])"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == expected

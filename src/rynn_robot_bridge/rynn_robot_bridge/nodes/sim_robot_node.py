@@ -8,6 +8,8 @@ It stands in for hardware whose CPU a deployment does not pay, so while the brid
 mode (``/rynn/mode``, latched) is "digital" it renders only ``sim.digital_render_rate_hz``
 frames a second (the world model needs a recent real frame to anchor on, nothing
 else reads it); the mode turning "real" restores ``sim.render_rate_hz`` at once.
+And while nothing subscribes to its camera (image or info), it renders nothing at all:
+a frame nobody receives is CPU taken from the physics and the rest of the graph.
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ class SimRobotNode(Node):
         )
         self.image_pub = self.create_publisher(Image, IMAGE_TOPIC, CAMERA_DRIVER_QOS)
         self.info_pub = self.create_publisher(CameraInfo, CAMERA_INFO_TOPIC, CAMERA_DRIVER_QOS)
-        self.runtime = RealtimeSimRobot(config, robot, on_frame=self._publish_frame)
+        self._camera_subscribed = True  # as the camera starts; the first frame due without a subscriber logs the pause
+        self.runtime = RealtimeSimRobot(config, robot, on_frame=self._publish_frame, frame_wanted=self._frame_wanted)
         self.render_rates = {"real": config.sim.render_rate_hz,
                              "digital": min(config.sim.digital_render_rate_hz, config.sim.render_rate_hz)}
         if config.sim.render_rate_hz > 0:
@@ -65,6 +68,16 @@ class SimRobotNode(Node):
             return
         self.runtime.set_render_rate(rate)
         self.get_logger().info(f"mode {msg.data}: camera at {rate:g} Hz")
+
+    def _frame_wanted(self) -> bool:
+        """Asked by the camera thread when a frame is due: render only for a subscriber (DDS discovery keeps the
+        counts current, no spinning needed)."""
+        subscribed = self.image_pub.get_subscription_count() + self.info_pub.get_subscription_count() > 0
+        if subscribed != self._camera_subscribed:
+            self._camera_subscribed = subscribed
+            self.get_logger().info("camera: rendering for its subscribers" if subscribed
+                                   else "camera: no subscriber, not rendering")
+        return subscribed
 
     def _publish_frame(self, rgb, captured_wall_time: float) -> None:
         """Image and CameraInfo share one stamp, as realsense2_camera's do."""

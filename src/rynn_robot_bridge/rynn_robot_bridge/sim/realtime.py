@@ -4,7 +4,9 @@ Three threads, like the real robot's controller box: an LCM receiver
 (commands -> command gate), the 500 Hz control loop (watchdog, servo
 targets, one physics step, state publication), and a camera loop that copies
 the joint state and renders at its own rate, so a slow renderer never stalls
-the controller.
+the controller. MuJoCo releases the GIL while it renders, so a frame costs the
+control loop CPU time (which the renderer's threads compete for), never the
+interpreter lock.
 """
 
 from __future__ import annotations
@@ -34,18 +36,23 @@ class LoopStats:
     steps: int = 0
     overruns: int = 0  # control cycles dropped because the loop fell behind the wall clock
     frames: int = 0
+    skipped_frames: int = 0  # frames due while nobody wanted them (no subscriber): not rendered
+    longest_cycle_gap_s: float = 0.0  # worst wall time between two control cycles, i.e. the state stream's longest silence
 
 
 FrameCallback = Callable[[np.ndarray, float], None]  # (rgb HxWx3 uint8, wall-clock capture time [s])
+FrameWanted = Callable[[], bool]  # asked when a frame is due; False: nobody would receive it, so skip the render
 
 
 class RealtimeSimRobot:
     """Owns the simulator, the command gate and the LCM endpoint; ``start()``/``stop()``."""
 
-    def __init__(self, config: RobotConfig, robot: SimulatedRobot, on_frame: FrameCallback | None = None):
+    def __init__(self, config: RobotConfig, robot: SimulatedRobot, on_frame: FrameCallback | None = None,
+                 frame_wanted: FrameWanted = lambda: True):
         self.config = config
         self.robot = robot
         self.on_frame = on_frame
+        self.frame_wanted = frame_wanted
         controller = config.controller
         self.gate = CommandGate(
             robot.limits.lower,
@@ -112,7 +119,7 @@ class RealtimeSimRobot:
 
     def _control_loop(self) -> None:
         period = self.robot.timestep
-        next_tick = time.monotonic()
+        next_tick = last_cycle = time.monotonic()
         while not self._stop.is_set():
             now = time.monotonic()
             if now < next_tick:
@@ -122,7 +129,10 @@ class RealtimeSimRobot:
             if behind > MAX_CATCH_UP_STEPS:
                 self.stats.overruns += behind
                 next_tick += behind * period
-            self._control_cycle(time.monotonic())
+            now = time.monotonic()
+            self.stats.longest_cycle_gap_s = max(self.stats.longest_cycle_gap_s, now - last_cycle)
+            last_cycle = now
+            self._control_cycle(now)
             next_tick += period
 
     def _control_cycle(self, now: float) -> None:
@@ -156,7 +166,7 @@ class RealtimeSimRobot:
         )
 
     def _camera_loop(self) -> None:
-        """Render from a copy of the state, in this thread's own GL context."""
+        """Render from a copy of the state, in this thread's own GL context, when a frame is due and wanted."""
         if self.on_frame is None or self.config.sim.render_rate_hz <= 0:
             return
         try:
@@ -177,6 +187,9 @@ class RealtimeSimRobot:
                     continue
                 period = self._render_period
                 next_frame = max(next_frame + period, time.monotonic() - period)
+                if not self.frame_wanted():
+                    self.stats.skipped_frames += 1
+                    continue
                 with self._lock:
                     qpos, sim_time = self._snapshot
                 captured, rendered_at = time.time(), time.monotonic()
