@@ -109,7 +109,8 @@ def test_composed_samples_and_dds_messages_give_the_same_actions(ros_node):
         assert wait_until(lambda: tracker.publisher.publisher.get_subscription_count() >= 2
                           and glove.publisher.publisher.get_subscription_count() >= 2, 30.0)
         start = composed.get_clock().now().nanoseconds * 1e-9  # the feeds' one start-up sample is older: left out
-        streamed = lambda taken: {stamp: value for stamp, value in taken.items() if stamp >= start}  # noqa: E731
+        # taken.copy(): one step under the GIL, while the spinner thread adds to the dict
+        streamed = lambda taken: {stamp: value for stamp, value in taken.copy().items() if stamp >= start}  # noqa: E731
         counts = lambda: [len(streamed(taken)) for taken in (*composed_in, *separate_in)]  # noqa: E731
         for i, frame in enumerate(recorded_stream()):
             tracker.publish_frame(frame)
