@@ -1,7 +1,9 @@
 import numpy as np
+import pinocchio as pin
 import pytest
 
 from rynn_retarget.kinematics.arm_ik import ArmIkConfig, ArmIkSolver, bounded_damped_step, damped_pseudo_inverse
+from rynn_retarget.kinematics.box_least_squares import clamp, solve_linear
 from rynn_retarget.kinematics.robot_model import build_arm_chain
 from rynn_retarget.kinematics.transforms import pose, rotation_angle, scale_translation, wrist_target
 
@@ -117,3 +119,73 @@ def test_bounded_step_keeps_the_limits_and_hands_the_error_to_free_joints():
     assert step[0] == pytest.approx(0.1)
     assert not free[0] and free[1] and free[2]
     assert jacobian @ step == pytest.approx(error, abs=1e-4)  # the free joint took over joint 0's share
+
+
+def out_of_reach_targets(arm, rng, count):
+    """Random reachable poses pushed 1.1-1.8x further from the shoulder."""
+    shoulder = arm.elbow_position(np.zeros(7)) + np.array([0, 0, 0.3])
+    targets = []
+    for _ in range(count):
+        target = arm.ee_pose(rng.uniform(arm.lower, arm.upper))
+        target[:3, 3] = shoulder + rng.uniform(1.1, 1.8) * (target[:3, 3] - shoulder)
+        targets.append(target)
+    return targets
+
+
+def test_fruitless_escape_stop_cuts_out_of_reach_solves_and_leaves_converging_ones_alone(left_arm):
+    escaping = ArmIkSolver(left_arm, ArmIkConfig())
+    stopping = ArmIkSolver(left_arm, ArmIkConfig(fruitless_escapes=1))
+    rng = np.random.default_rng(3)
+    far = out_of_reach_targets(left_arm, rng, 20)
+    full = [escaping.solve(target, NEUTRAL) for target in far]
+    cut = [stopping.solve(target, NEUTRAL) for target in far]
+    assert sum(not result.reachable for result in full) >= 15
+    assert sum(r.iterations for r in cut) < 0.9 * sum(r.iterations for r in full)
+    converged = 0
+    for target in (left_arm.ee_pose(rng.uniform(left_arm.lower, left_arm.upper)) for _ in range(10)):
+        start = NEUTRAL + 0.05
+        a, b = escaping.solve(target, start), stopping.solve(target, start)
+        if a.position_error < 1e-4 and a.orientation_error < 1e-3:
+            converged += 1
+            assert np.array_equal(a.q, b.q) and a.iterations == b.iterations
+    assert converged >= 8
+
+
+def test_escapes_after_fruitless_ones_still_lower_the_error_so_the_stop_is_off_by_default(left_arm):
+    """Why ``fruitless_escapes`` defaults to 0: stopping after one fruitless escape leaves out-of-reach
+    solves measurably worse than escaping to max_iterations."""
+    assert ArmIkConfig().fruitless_escapes == 0
+    escaping = ArmIkSolver(left_arm, ArmIkConfig())
+    stopping = ArmIkSolver(left_arm, ArmIkConfig(fruitless_escapes=1))
+    worse = 0
+    for target in out_of_reach_targets(left_arm, np.random.default_rng(3), 40):
+        full, cut = escaping.solve(target, NEUTRAL), stopping.solve(target, NEUTRAL)
+        full_error = np.hypot(full.position_error, full.orientation_error)
+        assert np.hypot(cut.position_error, cut.orientation_error) >= full_error - 1e-12
+        worse += np.hypot(cut.position_error, cut.orientation_error) > full_error + 1e-3
+    assert worse >= 2
+
+
+def test_clamp_and_solve_linear_give_numpys_numbers_bit_for_bit():
+    """The solvers' fast paths must not move the command by a bit."""
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        values, low = rng.normal(size=20), -np.abs(rng.normal(size=20))
+        assert np.array_equal(clamp(values, low, -low), np.clip(values, low, -low))
+        jacobian = rng.normal(size=(57, 20))
+        hessian, rhs = jacobian.T @ jacobian + 1e-4 * np.eye(20), rng.normal(size=20)
+        assert np.array_equal(solve_linear(hessian, rhs), np.linalg.solve(hessian, rhs))
+    assert np.isnan(clamp(np.array([np.nan, 2.0]), np.zeros(2), np.ones(2))).tolist() == [True, False]
+    with pytest.raises(np.linalg.LinAlgError):
+        solve_linear(np.zeros((3, 3)), np.ones(3))
+
+
+def test_pose_error_from_the_homogeneous_matrix_equals_the_se3_members_bit_for_bit(left_arm):
+    rng = np.random.default_rng(6)
+    for _ in range(200):
+        target = left_arm.ee_pose(rng.uniform(left_arm.lower, left_arm.upper))
+        current, _ = left_arm.ee_jacobian(rng.uniform(left_arm.lower, left_arm.upper))
+        error = np.zeros(6)
+        ArmIkSolver._pose_error(target[:3, :3], target[:3, 3], current.homogeneous, error)
+        assert np.array_equal(error[:3], target[:3, 3] - current.translation)
+        assert np.array_equal(error[3:], pin.log3(target[:3, :3] @ current.rotation.T))

@@ -19,6 +19,7 @@ import numpy as np
 import pinocchio as pin
 from scipy.linalg.lapack import dgesdd
 
+from rynn_retarget.kinematics.box_least_squares import clamp
 from rynn_retarget.kinematics.robot_model import ArmChain
 
 
@@ -37,6 +38,11 @@ class ArmIkConfig:
     stall_ratio: float = 0.9  # progress = the error norm falling below this fraction of the last progress
     escape_after: int = 3  # iterations without progress before joints pinned at a limit go to mid-range
     pinned_margin: float = 0.05  # fraction of a joint's range from a limit that counts as pinned
+    # A stall after this many escapes in a row that did not lower the best error ends the solve; 0: never.
+    # Off: an out-of-reach solve cycles through escapes to max_iterations, but a later escape still
+    # lowers the best error often enough that every setting measured loses solves
+    # (benchmarks/bench_ik.py --stop-rule).
+    fruitless_escapes: int = 0
     restarts: int = 0  # extra solves from seeded random joint configurations when one does not converge
     restart_seed: int = 0
     unreachable_position_error: float = 0.01  # m; a residual above this is reported unreachable
@@ -81,7 +87,7 @@ def bounded_damped_step(
     crossing = (step > high) | (step < low)
     free = ~crossing
     while crossing.any():
-        step[crossing] = np.clip(step[crossing], low[crossing], high[crossing])
+        step[crossing] = clamp(step[crossing], low[crossing], high[crossing])
         if not free.any():
             return step, free, pinv[:0]
         pinv = damped_pseudo_inverse(jacobian[:, free], lambda_min)
@@ -104,6 +110,8 @@ class ArmIkSolver:
         self._middle = 0.5 * (chain.lower + chain.upper)
         self._pinned_margin = self.config.pinned_margin * (chain.upper - chain.lower)
         self._restart_rng = np.random.default_rng(self.config.restart_seed)
+        # Both tolerances can only hold below this error norm (a hair above it, so rounding drops no solve).
+        self._done_norm = (1 + 1e-9) * np.hypot(self.config.position_tolerance, self.config.orientation_tolerance)
 
     def shoulder_reference(self, q: np.ndarray, elbow_target: np.ndarray) -> np.ndarray:
         """q with joints 1-2 moved so the elbow points at ``elbow_target`` (3x2 partial IK)."""
@@ -111,7 +119,7 @@ class ArmIkSolver:
         for _ in range(self.config.elbow_iterations):
             elbow, jacobian = self.chain.elbow_jacobian(q_ref)
             step = damped_pseudo_inverse(jacobian[:, :2], self.config.lambda_min) @ (elbow_target - elbow)
-            q_ref[:2] = np.clip(q_ref[:2] + step, self.chain.lower[:2], self.chain.upper[:2])
+            q_ref[:2] = clamp(q_ref[:2] + step, self.chain.lower[:2], self.chain.upper[:2])
         return q_ref
 
     def solve(self, target: np.ndarray, q_start: np.ndarray, elbow_target: np.ndarray | None = None) -> IkResult:
@@ -136,25 +144,33 @@ class ArmIkSolver:
             and result.orientation_error < self.config.orientation_tolerance
         )
 
+    @staticmethod
+    def _pose_error(target_rotation, target_position, pose: np.ndarray, out: np.ndarray) -> None:
+        """[position; rotation vector] error of the 4x4 ``pose`` to the target, written into ``out``
+        (views of the one homogeneous matrix: no SE3 member copies per iteration)."""
+        out[:3] = target_position - pose[:3, 3]
+        out[3:] = pin.log3(target_rotation @ pose[:3, :3].T)
+
     def _descend(self, target: np.ndarray, q_start: np.ndarray, elbow_target: np.ndarray | None) -> IkResult:
         cfg = self.config
         chain = self.chain
-        q = np.clip(np.asarray(q_start, dtype=np.float64), chain.lower, chain.upper)
+        q = clamp(np.asarray(q_start, dtype=np.float64), chain.lower, chain.upper)
         target_rotation, target_position = target[:3, :3], target[:3, 3]
         q_ref = self.shoulder_reference(q, elbow_target) if elbow_target is not None else None
         error = np.zeros(6)
         best_q, best_error, best_norm = q, np.full(6, np.inf), np.inf
         progress, stalled = np.inf, 0
+        best_norm_at_escape, fruitless_escapes = np.inf, 0
         iterations = 0
         for iterations in range(1, cfg.max_iterations + 1):
             current, jacobian = chain.ee_jacobian(q)
-            error[:3] = target_position - current.translation
-            error[3:] = pin.log3(target_rotation @ current.rotation.T)
+            self._pose_error(target_rotation, target_position, current.homogeneous, error)
             error_norm = np.sqrt(error @ error)
             if error_norm < best_norm:
                 best_q, best_error, best_norm = q, error.copy(), error_norm
             task_done = (
-                np.linalg.norm(error[:3]) < cfg.position_tolerance
+                error_norm < self._done_norm  # skips the two norms while the solve is far from done
+                and np.linalg.norm(error[:3]) < cfg.position_tolerance
                 and np.linalg.norm(error[3:]) < cfg.orientation_tolerance
             )
             # Limits inside the step; a joint may close only part of its distance to a limit per step.
@@ -166,7 +182,7 @@ class ArmIkSolver:
                 posture[free] = (self._identity[:n_free, :n_free] - pinv @ jacobian[:, free]) @ (
                     self._weights[free] * (q_ref[free] - q[free])
                 )
-                step = np.clip(step + posture, low, high)
+                step = clamp(step + posture, low, high)
                 task_done = task_done and np.abs(posture).max() < cfg.nullspace_tolerance
             if task_done:
                 iterations -= 1
@@ -180,16 +196,18 @@ class ArmIkSolver:
                 progress, stalled = np.inf, 0
                 pinned = np.minimum(q - chain.lower, chain.upper - q) < self._pinned_margin
                 if pinned.any():  # escape: pinned joints back to mid-range, the others keep their values
+                    fruitless_escapes = fruitless_escapes + 1 if best_norm >= best_norm_at_escape else 0
+                    if 0 < cfg.fruitless_escapes <= fruitless_escapes:
+                        break  # keeps the best so far; a later escape might still have lowered it
+                    best_norm_at_escape = best_norm
                     q = np.where(pinned, self._middle, q)
                     continue
             largest = np.abs(step).max()
             if largest > cfg.max_step:
                 step *= cfg.max_step / largest
-            q = np.clip(q + step, chain.lower, chain.upper)
+            q = clamp(q + step, chain.lower, chain.upper)
         else:
-            current = pin.SE3(chain.ee_pose(q))
-            error[:3] = target_position - current.translation
-            error[3:] = pin.log3(target_rotation @ current.rotation.T)
+            self._pose_error(target_rotation, target_position, chain.ee_pose(q), error)
             if np.sqrt(error @ error) < best_norm:
                 best_q, best_error = q, error.copy()
         position_error = float(np.linalg.norm(best_error[:3]))

@@ -11,8 +11,23 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
+from scipy.linalg.lapack import dgesv
 
 ResidualFunction = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+def clamp(values: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """np.clip's result (NaN included) from the two ufuncs it runs, without its Python wrapper,
+    which took about three times as long as the work on the solvers' short vectors."""
+    return np.minimum(np.maximum(values, lower), upper)
+
+
+def solve_linear(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """np.linalg.solve's LAPACK routine (gesv) called directly: the same numbers in half the time."""
+    _, _, solution, info = dgesv(matrix, rhs)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"singular matrix (LAPACK gesv info {info})")
+    return solution
 
 
 def solve_box_least_squares(
@@ -31,7 +46,7 @@ def solve_box_least_squares(
     rejected and the damping raised (classic LM), so the cost never increases.
     Returns the solution and its cost.
     """
-    x = np.clip(np.asarray(x0, dtype=np.float64), lower, upper)
+    x = clamp(np.asarray(x0, dtype=np.float64), lower, upper)
     anchor = x.copy() if prior is None else np.asarray(prior, dtype=np.float64)
     identity = np.eye(x.size)
 
@@ -44,7 +59,7 @@ def solve_box_least_squares(
     for _ in range(iterations):
         gradient = jacobian.T @ r + prior_weight * (x - anchor)
         hessian = jacobian.T @ jacobian + (prior_weight + mu) * identity
-        candidate = np.clip(x - np.linalg.solve(hessian, gradient), lower, upper)
+        candidate = clamp(x - solve_linear(hessian, gradient), lower, upper)
         r_new, jacobian_new = residual(candidate)
         cost_new = cost_of(r_new, candidate)
         if cost_new < cost:
