@@ -258,6 +258,7 @@ def test_recovery_keeps_the_offered_qos(recorder, tmp_path):
     recorder.offer("/rynn/mode", STRING, serialized_mode(recorder, "real"), 5)
     name = recorder.start("t", "o", 1, 0.0)
     recorder.flush_if_due(recorder.settings.flush_period_s + 1.0)
+    assert recorder.drain(30.0)  # the flush is queued; the writer thread, batching, may not have run it yet
     crashed = tmp_path / "out" / "episode_0077"
     snapshot(tmp_path / "out" / name, crashed)
     recover_episode(crashed)
