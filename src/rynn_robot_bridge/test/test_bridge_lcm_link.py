@@ -1,5 +1,6 @@
 """The bridge's LCM endpoint over real UDP multicast, and the fixed-rate command thread."""
 
+import os
 from pathlib import Path
 
 import lcm
@@ -66,6 +67,31 @@ def test_fixed_rate_thread_ticks_at_its_rate(wait_until):
     assert wait_until(lambda: len(ticks) >= 100, 5.0)
     loop.stop()
     assert abs(np.median(np.diff(ticks)) - 0.005) < 0.0005
+
+
+def _can_use_fifo() -> bool:
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    except OSError:
+        return False
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    return True
+
+
+@pytest.mark.parametrize("priority", [0, 20])
+def test_the_command_thread_runs_at_its_realtime_priority_or_says_why_not(priority, wait_until):
+    policies = []
+    loop = FixedRateThread(200.0, lambda now: policies.append(os.sched_getscheduler(0)), name="test_rt", realtime_priority=priority)
+    loop.start()
+    assert wait_until(lambda: len(policies) >= 5, 5.0)
+    loop.stop()
+    if priority == 0:
+        assert set(policies) == {os.SCHED_OTHER} and loop.scheduling == "normal (realtime_priority 0)"
+    elif _can_use_fifo():
+        assert set(policies) == {os.SCHED_FIFO} and loop.scheduling == "SCHED_FIFO priority 20"
+    else:  # refused (no CAP_SYS_NICE): runs as a normal thread and says how to allow it
+        assert set(policies) == {os.SCHED_OTHER} and "refused" in loop.scheduling and "CAP_SYS_NICE" in loop.scheduling
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER  # only the command thread, not its process
 
 
 def test_receive_buffer_option_is_added_to_udpm_urls_without_one():

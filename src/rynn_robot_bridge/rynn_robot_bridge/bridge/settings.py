@@ -33,6 +33,7 @@ class BridgeSettings:
     state_velocity_factor: float = 2.0  # reported or implied joint speed above this x the URDF limit: state rejected
     lcm_receive_buffer_bytes: int = 4194304  # recv_buf_size added to a udpm URL without one (capped by rmem_max)
     command_loop_stall_ms: float = 250.0  # no command cycle for this long: status fault
+    command_realtime_priority: int = 50  # SCHED_FIFO priority of the 200 Hz command thread; 0 = normal scheduling
     camera_stall_timeout_ms: float = 500.0  # active camera source silent this long: fault
     camera_max_future_ms: float = 500.0  # a frame stamped further ahead of this node's clock is rejected
     velocity_scale: float = 1.0  # fraction of the URDF velocity limits allowed per command step

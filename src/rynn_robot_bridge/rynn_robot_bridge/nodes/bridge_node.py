@@ -125,7 +125,8 @@ class BridgeNode(Node):
         self.link = LcmRobotLink(with_receive_buffer(lcm_settings.url, settings.lcm_receive_buffer_bytes),
                                  lcm_settings.command_channel, lcm_settings.state_channel, self._on_robot_state)
         self.command_loop = FixedRateThread(lcm_settings.command_rate_hz, self._command_cycle, name="lcm_commands",
-                                            on_error=self._on_command_cycle_error)
+                                            on_error=self._on_command_cycle_error,
+                                            realtime_priority=settings.command_realtime_priority)
         self._command_loop_stall_s = settings.command_loop_stall_ms / 1e3
         self.get_logger().info(receive_buffer_note(self.link.url))
         self._publish_mode(start_mode)
@@ -133,8 +134,11 @@ class BridgeNode(Node):
         self.command_loop.start()
         self.get_logger().info(
             f"bridge up in {start_mode.label} mode; LCM {lcm_settings.url} "
-            f"(commands {lcm_settings.command_channel} at {lcm_settings.command_rate_hz:g} Hz, state {lcm_settings.state_channel})"
+            f"(commands {lcm_settings.command_channel} at {lcm_settings.command_rate_hz:g} Hz, "
+            f"thread {self.command_loop.scheduling}; state {lcm_settings.state_channel})"
         )
+        if self.command_loop.scheduling.startswith("normal:"):
+            self.get_logger().warning(f"command thread: {self.command_loop.scheduling}")
 
     def _declare_parameters(self) -> tuple[BridgeSettings, LcmSettings]:
         """bridge.yaml's keys as parameters (``config_file``), and robot.yaml's ``lcm`` section as
