@@ -14,7 +14,8 @@ measures from this separate process over DDS:
 * the CPU share (% of one core, psutil) of every graph process over each window, and
   the sum of everything that is not the world model or the simulated robot.
 
-    .venv/bin/python benchmarks/bench_digital_latency.py [--seconds 20] [--warmup 8] [--runs 3] [launch arguments name:=value ...]
+    .venv/bin/python benchmarks/bench_digital_latency.py [--seconds 20] [--warmup 8] [--runs 3] [--digital-only] [--json F]
+        [launch arguments name:=value ...]
 
 e.g. ``compose:=false`` runs every node as its own process (see src/rynn_world_node/config/teleop_graph.yaml).
 The machine line says how loaded the machine was: the figures are only comparable
@@ -24,6 +25,7 @@ between runs on the same, equally loaded machine.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import random
@@ -303,11 +305,19 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE",
                         help="override one node parameter, as rynn_launch --set (repeatable): compare settings")
     parser.add_argument("--runs", type=int, default=1, help="start the graph this many times; then min/median/max")
+    parser.add_argument("--digital-only", action="store_true", help="measure digital mode only (comparing world models)")
+    parser.add_argument("--json", type=Path, help="also write each run's figures and CPU shares here")
     options = parser.parse_args()
     runs = [run_once(options) for _ in range(options.runs)]
     if options.runs > 1:
         print(f"\n== {options.runs} runs (fps; ages and command period in ms; budgeted and idle CPU in % of one core; "
               f"budget <= {BUDGET_PERCENT:g})\n{summary(runs)}")
+    if options.json:
+        options.json.parent.mkdir(parents=True, exist_ok=True)
+        options.json.write_text(json.dumps({
+            "arguments": options.arguments, "set": options.set, "seconds": options.seconds, "machine": machine_info(),
+            "runs": [[{"mode": w["label"], **figures(w), "cpu": w["cpu"]} for w in windows] for windows in runs]}, indent=1))
+        print(f"figures written to {options.json}")
 
 
 def run_once(options) -> list[dict]:
@@ -342,9 +352,10 @@ def run_once(options) -> list[dict]:
             if probe.frames_seen == 0:
                 sys.exit(f"no canonical frames; see {output}")
             windows.append(measure("digital", probe, executor, cpu, options))
-            switched = call(executor, node.create_client(SetMode, SET_MODE_SERVICE), SetMode.Request(mode=SetMode.Request.MODE_REAL))
-            print(f"set_mode real: {switched.success} {switched.message}", flush=True)
-            windows.append(measure("real", probe, executor, cpu, options))
+            if not options.digital_only:
+                switched = call(executor, node.create_client(SetMode, SET_MODE_SERVICE), SetMode.Request(mode=SetMode.Request.MODE_REAL))
+                print(f"set_mode real: {switched.success} {switched.message}", flush=True)
+                windows.append(measure("real", probe, executor, cpu, options))
             call(executor, node.create_client(Trigger, RECORDER_SERVICES["stop"]), Trigger.Request())
         finally:
             node.destroy_node()
