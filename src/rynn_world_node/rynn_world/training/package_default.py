@@ -319,7 +319,7 @@ Verdict (served): {'meets' if ok else 'does NOT meet'} the bar. {verdict}.
 def package_compositing(served: Path, raw: Path, method: str, recipe: Path, target: Path) -> Path:
     """(Re)write the card's compositing section from two evaluations of the packaged checkpoint."""
     results = [json.loads(path.read_text()) for path in (served, raw)]
-    _write_section(target, COMPOSITING_SECTION, compositing_section(*results, method, recipe))
+    write_card_section(target, COMPOSITING_SECTION, compositing_section(*results, method, recipe))
     return target
 
 
@@ -423,7 +423,7 @@ def package_finetune(config_name: str, checkpoint: Path, evaluations: list[tuple
     card = re.sub(r"^- This shipped checkpoint is .*$", lambda _: f"- {shipped_line(method, checkpoint)}", card,
                   count=1, flags=re.MULTILINE)
     (target / "MODEL_CARD.md").write_text(card)
-    _write_section(target, FINETUNE_SECTION, section)
+    write_card_section(target, FINETUNE_SECTION, section)
     return target
 
 
@@ -519,11 +519,11 @@ def package_decoder(config_name: str, checkpoint: Path, tiny_decoder_run: Path, 
         shutil.copy(picture, target / SIDE_BY_SIDE_PNG)
     shutil.rmtree(target / "vae")
     shutil.copytree(checkpoint / "vae" if (checkpoint / "vae").is_dir() else checkpoint, target / "vae")
-    _write_section(target, DECODER_SECTION, section)
+    write_card_section(target, DECODER_SECTION, section)
     return target
 
 
-def _write_section(target: Path, heading: str, section: str) -> None:
+def write_card_section(target: Path, heading: str, section: str) -> None:
     """(Re)write a card section: the old one runs up to the next "## " heading; a new one goes before Limits."""
     card = (target / "MODEL_CARD.md").read_text()
     section = section.rstrip("\n") + "\n\n"
@@ -556,14 +556,14 @@ def _ship(run_dir: Path, directory: str, target: Path) -> None:
 def package_tiny_decoder(run_dir: Path, recipe: Path, target: Path) -> Path:
     """Ship a distilled tiny decoder into a packaged checkpoint and (re)write its card section."""
     _ship(run_dir, TINY_DECODER_DIR, target)
-    _write_section(target, TINY_SECTION, tiny_decoder_section(run_dir, recipe))
+    write_card_section(target, TINY_SECTION, tiny_decoder_section(run_dir, recipe))
     return target
 
 
 def package_tiny_encoder(run_dir: Path, recipe: Path, target: Path) -> Path:
     """Ship a distilled tiny control encoder into a packaged checkpoint and (re)write its card section."""
     _ship(run_dir, TINY_ENCODER_DIR, target)
-    _write_section(target, TINY_ENCODER_SECTION, tiny_encoder_section(run_dir, recipe))
+    write_card_section(target, TINY_ENCODER_SECTION, tiny_encoder_section(run_dir, recipe))
     return target
 
 

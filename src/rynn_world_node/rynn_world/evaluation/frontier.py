@@ -1,0 +1,148 @@
+"""The model-size / speed frontier: held-out quality against the graph's digital frame rate, one
+point per transformer variant, as a plot and a model-card section.
+
+Each variant is a directory holding its checkpoint (transformer/ ...), its served evaluations on task
+and on synthetic clips (evaluation.evaluate's results.json) and the graph benchmark's figures
+(benchmarks/bench_digital_latency.py --digital-only --json):
+
+    python -m rynn_world.evaluation.frontier --variant NAME DIR [--variant NAME DIR ...] --out DIR [--card CHECKPOINT_DIR]
+
+DIR/tasks/results.json, DIR/sim/results.json, DIR/graph.json; the transformer's depth and size are read
+from DIR/checkpoint/transformer. --card writes the section and the plot into a packaged checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..training.package_default import write_card_section
+
+SECTION = "## Model-size / speed frontier"
+PLOT = "frontier.png"
+GRAPH_FPS_GOAL = 15.8  # the digital stream at the model's 16 FPS clock, as the graph benchmark measures it
+METHOD = "student_no_dmd"
+
+
+@dataclass
+class Variant:
+    name: str
+    blocks: int
+    parameters: int
+    task: dict  # evaluation summary on task clips
+    sim: dict  # evaluation summary on synthetic clips
+    graph: list[dict]  # the benchmark's digital-mode figures, one per graph start
+
+    def graph_median(self, key: str) -> float:
+        return float(np.median([run[key] for run in self.graph]))
+
+    def world_model_cpu(self) -> float:
+        return float(np.median([run["cpu"].get("world_model_node", np.nan) for run in self.graph]))
+
+    def gain(self, summary: dict, key: str = "psnr") -> float:
+        methods = summary["methods"]
+        return methods[METHOD]["all"][key] - methods["copy_reference"]["all"][key]
+
+
+def _transformer_size(checkpoint: Path) -> tuple[int, int]:
+    from safetensors import safe_open
+
+    config = json.loads((checkpoint / "transformer" / "config.json").read_text())
+    count = 0
+    for weights in (checkpoint / "transformer").glob("*.safetensors"):
+        with safe_open(str(weights), "pt") as f:
+            count += sum(int(np.prod(f.get_slice(k).get_shape())) for k in f.keys())
+    return int(config["num_layers"]), count
+
+
+def load_variant(name: str, directory: Path) -> Variant:
+    blocks, parameters = _transformer_size(directory / "checkpoint")
+    graph = json.loads((directory / "graph.json").read_text())
+    digital = [window for run in graph["runs"] for window in run if window["mode"] == "digital"]
+    read = lambda part: json.loads((directory / part / "results.json").read_text())["summary"]  # noqa: E731
+    return Variant(name, blocks, parameters, read("tasks"), read("sim"), digital)
+
+
+def plot(variants: list[Variant], path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for axis, (part, title) in zip(axes, (("task", "task clips (held-out seed)"), ("sim", "synthetic clips"))):
+        for v in variants:
+            summary = getattr(v, part)
+            fps, gain = v.graph_median("fps"), v.gain(summary)
+            axis.scatter(fps, gain, s=40 + v.parameters / 2e4)
+            axis.annotate(f"{v.name}\n{v.parameters / 1e6:.2f} M", (fps, gain), textcoords="offset points", xytext=(6, 4), fontsize=8)
+        axis.axvline(GRAPH_FPS_GOAL, color="grey", linestyle="--", linewidth=1)
+        axis.axhline(2.0, color="tab:red", linestyle=":", linewidth=1, label="goal: copy + 2 dB")
+        axis.set_xlabel("digital canonical FPS in the recording graph (median of starts)")
+        axis.set_ylabel("served PSNR over copying the reference (dB)")
+        axis.set_title(title)
+        axis.legend(loc="lower left", fontsize=8)
+        axis.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def table(variants: list[Variant]) -> str:
+    lines = ["| variant | blocks | parameters | task PSNR / SSIM (copy) | task grounding | task interaction (copy) "
+             "| synthetic PSNR / SSIM (copy) | graph FPS | frame age p50 (ms) | world model CPU (% of a core) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for v in variants:
+        task, sim = v.task["methods"], v.sim["methods"]
+        interaction = v.task.get("interaction", {}).get("all", {})
+        lines.append(
+            f"| {v.name} | {v.blocks} | {v.parameters / 1e6:.2f} M "
+            f"| {task[METHOD]['all']['psnr']:.2f} / {task[METHOD]['all']['ssim']:.3f} "
+            f"({task['copy_reference']['all']['psnr']:.2f} / {task['copy_reference']['all']['ssim']:.3f}) "
+            f"| {v.task['grounding']['all']['psnr_gap']:+.2f} "
+            f"| {interaction.get(METHOD, float('nan')):.2f} ({interaction.get('copy_reference', float('nan')):.2f}) "
+            f"| {sim[METHOD]['all']['psnr']:.2f} / {sim[METHOD]['all']['ssim']:.3f} "
+            f"({sim['copy_reference']['all']['psnr']:.2f} / {sim['copy_reference']['all']['ssim']:.3f}) "
+            f"| {v.graph_median('fps'):.1f} | {v.graph_median('age_p50'):.0f} | {v.world_model_cpu():.0f} |")
+    return "\n".join(lines)
+
+
+def section(variants: list[Variant], recipe: str) -> str:
+    return f"""{SECTION}
+Transformer variants trained the same way on the same data, each scored served on the held-out clips and
+run in the default recording graph (`benchmarks/bench_digital_latency.py --digital-only`, median of the graph starts).
+Recipe: `{recipe}`.
+
+{table(variants)}
+
+![served PSNR over copying against the graph's digital FPS]({PLOT})
+"""
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--variant", nargs=2, action="append", required=True, metavar=("NAME", "DIR"))
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--card", type=Path, help="a packaged checkpoint whose model card gets the section and plot")
+    parser.add_argument("--recipe", default="scripts/train_frontier.sh")
+    args = parser.parse_args(argv)
+    variants = [load_variant(name, Path(directory)) for name, directory in args.variant]
+    args.out.mkdir(parents=True, exist_ok=True)
+    plot(variants, args.out / PLOT)
+    text = section(variants, args.recipe)
+    (args.out / "frontier.md").write_text(text)
+    print(text)
+    if args.card:
+        shutil.copy(args.out / PLOT, args.card / PLOT)
+        write_card_section(args.card, SECTION, text)
+        print(f"section written into {args.card / 'MODEL_CARD.md'}")
+
+
+if __name__ == "__main__":
+    main()

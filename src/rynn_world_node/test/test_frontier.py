@@ -1,0 +1,64 @@
+"""The model-size / speed frontier report: each variant's depth and size read from its checkpoint,
+its served scores over copying and its graph figures in the table, the plot drawn and the card
+section (re)written in place."""
+
+import json
+
+import pytest
+
+from rynn_world.evaluation.frontier import PLOT, SECTION, main
+from rynn_world.model.configs import get_config
+from rynn_world.training.export import load_or_build_transformer
+from rynn_world.training.grow_depth import grow_depth
+
+CONFIG = get_config("tiny")
+
+
+def _summary(psnr: float, copy: float = 20.0) -> dict:
+    return {"methods": {"copy_reference": {"all": {"psnr": copy, "ssim": 0.85}},
+                        "student_no_dmd": {"all": {"psnr": psnr, "ssim": 0.8}}},
+            "grounding": {"all": {"psnr_gap": 0.5}},
+            "interaction": {"all": {"copy_reference": 13.0, "student_no_dmd": 13.5}}}
+
+
+def _variant(directory, layers: int, task_psnr: float, fps: list[float]):
+    transformer = load_or_build_transformer(CONFIG, None)
+    if layers != len(transformer.blocks):
+        transformer = grow_depth(transformer, layers)
+    transformer.save_pretrained(str(directory / "checkpoint" / "transformer"))
+    for part, psnr in (("tasks", task_psnr), ("sim", 22.0)):
+        (directory / part).mkdir(parents=True)
+        (directory / part / "results.json").write_text(json.dumps({"summary": _summary(psnr)}))
+    runs = [[{"mode": "digital", "fps": f, "age_p50": 240.0, "age_p99": 380.0, "command_p99": 9.0, "budgeted": 60.0,
+              "idle": 70.0, "cpu": {"world_model_node": 40.0 + layers}}] for f in fps]
+    (directory / "graph.json").write_text(json.dumps({"runs": runs}))
+    return str(directory)
+
+
+def test_the_frontier_table_plot_and_card_section(tmp_path, capsys):
+    small = _variant(tmp_path / "small", 2, 20.5, [16.0, 15.9, 15.7])
+    deep = _variant(tmp_path / "deep", 4, 21.25, [14.0, 13.0])
+    card = tmp_path / "card"
+    card.mkdir()
+    (card / "MODEL_CARD.md").write_text("# card\n\n## Model\ntext\n\n## Limits\n- small\n")
+    arguments = ["--variant", "2 blocks", small, "--variant", "4 blocks", deep, "--out", str(tmp_path / "out"), "--card", str(card)]
+    main(arguments)
+    lines = (tmp_path / "out" / "frontier.md").read_text().splitlines()
+    rows = [line for line in lines if line.startswith("| ") and not line.startswith("| variant")]
+    assert rows[0].startswith("| 2 blocks | 2 |") and "| 20.50 / 0.800 (20.00 / 0.850) |" in rows[0]
+    assert "| 15.9 | 240 | 42 |" in rows[0]  # median of the starts, the world model's CPU
+    assert rows[1].startswith("| 4 blocks | 4 |") and "| 21.25 / 0.800" in rows[1] and "| 13.5 | 240 | 44 |" in rows[1]
+    small_size, deep_size = (float(row.split("|")[3].strip().split()[0]) for row in rows)
+    assert deep_size > small_size
+    assert (tmp_path / "out" / PLOT).stat().st_size > 10_000 and (card / PLOT).is_file()
+    text = (card / "MODEL_CARD.md").read_text()
+    assert text.index(SECTION) < text.index("## Limits") and text.count(SECTION) == 1
+    main(arguments)  # rewritten in place, not appended
+    assert (card / "MODEL_CARD.md").read_text().count(SECTION) == 1
+
+
+def test_a_variant_without_its_graph_figures_is_an_error_naming_the_file(tmp_path):
+    small = _variant(tmp_path / "small", 2, 20.5, [16.0])
+    (tmp_path / "small" / "graph.json").unlink()
+    with pytest.raises(FileNotFoundError, match="graph.json"):
+        main(["--variant", "2 blocks", small, "--out", str(tmp_path / "out")])
