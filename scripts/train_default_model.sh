@@ -5,6 +5,7 @@
 # distilled tiny decoder and tiny control encoder added to it (the encoder: about 30 more minutes on one core),
 # then the transformer fine-tuned on task episodes and the VAE's decoder (with its tiny decoder) on the same mix.
 # Every step resumes from its latest checkpoint if interrupted; outputs go to outputs/embedded_cpu.
+# The model-size / speed frontier beside the shipped transformer: scripts/train_frontier.sh (after this script).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=${PY:-.venv/bin/python}

@@ -197,7 +197,8 @@ def test_the_cards_compositing_section_sets_served_against_decoded_frames_on_the
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "config"
 RECIPE_CONFIGS = sorted(p.name for pattern in ("train_vae*_cpu.yaml", "train_stage2*_cpu.yaml", "distill*_cpu.yaml",
-                                               "finetune*_cpu.yaml", "eval*_cpu.yaml") for p in CONFIG_DIR.glob(pattern))
+                                               "finetune*_cpu.yaml", "frontier*_cpu.yaml", "eval*_cpu.yaml")
+                        for p in CONFIG_DIR.glob(pattern))
 
 
 @pytest.mark.parametrize("name", RECIPE_CONFIGS)

@@ -29,9 +29,10 @@ def _variant(directory, layers: int, task_psnr: float, fps: list[float]):
     for part, psnr in (("tasks", task_psnr), ("sim", 22.0)):
         (directory / part).mkdir(parents=True)
         (directory / part / "results.json").write_text(json.dumps({"summary": _summary(psnr)}))
-    runs = [[{"mode": "digital", "fps": f, "age_p50": 240.0, "age_p99": 380.0, "command_p99": 9.0, "budgeted": 60.0,
-              "idle": 70.0, "cpu": {"world_model_node": 40.0 + layers}}] for f in fps]
-    (directory / "graph.json").write_text(json.dumps({"runs": runs}))
+    for run, f in enumerate(fps):  # one file per graph start, as the recipe alternates the variants
+        window = {"mode": "digital", "fps": f, "age_p50": 240.0, "age_p99": 380.0, "command_p99": 9.0, "budgeted": 60.0,
+                  "idle": 70.0, "cpu": {"world_model_node": 40.0 + layers}}
+        (directory / f"graph_{run}.json").write_text(json.dumps({"runs": [[window]]}))
     return str(directory)
 
 
@@ -59,6 +60,6 @@ def test_the_frontier_table_plot_and_card_section(tmp_path, capsys):
 
 def test_a_variant_without_its_graph_figures_is_an_error_naming_the_file(tmp_path):
     small = _variant(tmp_path / "small", 2, 20.5, [16.0])
-    (tmp_path / "small" / "graph.json").unlink()
-    with pytest.raises(FileNotFoundError, match="graph.json"):
+    (tmp_path / "small" / "graph_0.json").unlink()
+    with pytest.raises(FileNotFoundError, match="graph"):
         main(["--variant", "2 blocks", small, "--out", str(tmp_path / "out")])

@@ -3,11 +3,12 @@ point per transformer variant, as a plot and a model-card section.
 
 Each variant is a directory holding its checkpoint (transformer/ ...), its served evaluations on task
 and on synthetic clips (evaluation.evaluate's results.json) and the graph benchmark's figures
-(benchmarks/bench_digital_latency.py --digital-only --json):
+(benchmarks/bench_digital_latency.py --digital-only --json, one or more graph*.json: the variants' graph
+runs alternate, so a machine that slows down mid-way slows every variant alike):
 
     python -m rynn_world.evaluation.frontier --variant NAME DIR [--variant NAME DIR ...] --out DIR [--card CHECKPOINT_DIR]
 
-DIR/tasks/results.json, DIR/sim/results.json, DIR/graph.json; the transformer's depth and size are read
+DIR/tasks/results.json, DIR/sim/results.json, DIR/graph*.json; the transformer's depth and size are read
 from DIR/checkpoint/transformer. --card writes the section and the plot into a packaged checkpoint.
 """
 
@@ -62,8 +63,11 @@ def _transformer_size(checkpoint: Path) -> tuple[int, int]:
 
 def load_variant(name: str, directory: Path) -> Variant:
     blocks, parameters = _transformer_size(directory / "checkpoint")
-    graph = json.loads((directory / "graph.json").read_text())
-    digital = [window for run in graph["runs"] for window in run if window["mode"] == "digital"]
+    graphs = sorted(directory.glob("graph*.json"))
+    if not graphs:
+        raise FileNotFoundError(f"{directory}: no graph*.json (benchmarks/bench_digital_latency.py --digital-only --json)")
+    digital = [window for path in graphs for run in json.loads(path.read_text())["runs"] for window in run
+               if window["mode"] == "digital"]
     read = lambda part: json.loads((directory / part / "results.json").read_text())["summary"]  # noqa: E731
     return Variant(name, blocks, parameters, read("tasks"), read("sim"), digital)
 

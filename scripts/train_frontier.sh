@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The model-size / speed frontier of the embedded_cpu world model (about 25-40 min a variant on two CPU cores):
+# for each transformer depth, the packaged model grown to it (identity blocks: it starts exactly where the shipped
+# model is), fine-tuned on the shipped fine-tune's mix (frontier_cpu.yaml), scored served on held-out task and
+# synthetic clips; then each run twice in the default recording graph, alternating; the frontier table and plot go
+# into the model card.
+# Needs the data of scripts/train_default_model.sh (data/sim_episodes_208x128, data/task_episodes_*_208x128).
+# Every step resumes; usage: scripts/train_frontier.sh [DEPTH ...]   (default: 3 6)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+PY=${PY:-.venv/bin/python}
+export PYTHONPATH=src/rynn_common:src/rynn_retarget:src/rynn_robot_bridge:src/rynn_world_node${PYTHONPATH:+:$PYTHONPATH}
+CONFIGS=src/rynn_world_node/config
+PACKAGED=src/rynn_world_node/rynn_world/checkpoints/embedded_cpu
+FRONTIER=outputs/embedded_cpu/frontier
+[ $# -gt 0 ] || set -- 3 6
+VARIANTS=()
+for DEPTH in "$@"; do
+  V=$FRONTIER/blocks_$DEPTH
+  [ -d $V/start ] || "$PY" -m rynn_world.training.grow_depth --checkpoint $PACKAGED --layers "$DEPTH" --out $V/start
+  "$PY" -m rynn_world.training.distill --config $CONFIGS/frontier_cpu.yaml teacher_checkpoint=$V/start run.output_dir=$V/train
+  cp -r $V/start/tiny_decoder $V/start/tiny_control_encoder $V/train/final_warmup/
+  ln -sfn train/final_warmup $V/checkpoint
+  [ -f $V/tasks/results.json ] || "$PY" -m rynn_world.evaluation.evaluate --config $CONFIGS/eval_served_tasks_cpu.yaml \
+    student_no_dmd_checkpoint=$V/checkpoint output_dir=$V/tasks
+  [ -f $V/sim/results.json ] || "$PY" -m rynn_world.evaluation.evaluate --config $CONFIGS/eval_served_cpu.yaml \
+    student_no_dmd_checkpoint=$V/checkpoint output_dir=$V/sim
+  VARIANTS+=(--variant "$DEPTH blocks" $V)
+done
+# The graph runs alternate between the variants, so a machine that slows down slows them alike.
+for RUN in 1 2; do
+  for DEPTH in "$@"; do
+    V=$FRONTIER/blocks_$DEPTH
+    [ -f $V/graph_$RUN.json ] || "$PY" benchmarks/bench_digital_latency.py --digital-only --seconds 20 --json $V/graph_$RUN.json \
+      checkpoint:=$PWD/$V/checkpoint
+  done
+done
+"$PY" -m rynn_world.evaluation.frontier "${VARIANTS[@]}" --out $FRONTIER --card $PACKAGED
