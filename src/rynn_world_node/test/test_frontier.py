@@ -42,18 +42,19 @@ def test_the_frontier_table_plot_and_card_section(tmp_path, capsys):
     card = tmp_path / "card"
     card.mkdir()
     (card / "MODEL_CARD.md").write_text("# card\n\n## Model\ntext\n\n## Limits\n- small\n")
-    arguments = ["--variant", "2 blocks", small, "--variant", "4 blocks", deep, "--out", str(tmp_path / "out"), "--card", str(card)]
+    arguments = ["--variant", "2 blocks", small, "--variant", "4 blocks", deep, "--out", str(tmp_path / "out"), "--card", str(card),
+                 "--verdict", "Ships: 2 blocks."]
     main(arguments)
     lines = (tmp_path / "out" / "frontier.md").read_text().splitlines()
     rows = [line for line in lines if line.startswith("| ") and not line.startswith("| variant")]
     assert rows[0].startswith("| 2 blocks | 2 |") and "| 20.50 / 0.800 (20.00 / 0.850) |" in rows[0]
-    assert "| 15.9 | 240 | 42 |" in rows[0]  # median of the starts, the world model's CPU
-    assert rows[1].startswith("| 4 blocks | 4 |") and "| 21.25 / 0.800" in rows[1] and "| 13.5 | 240 | 44 |" in rows[1]
+    assert "| 15.9 (15.7-16.0) | 240 | 42 |" in rows[0]  # median (range) of the starts, the world model's CPU
+    assert rows[1].startswith("| 4 blocks | 4 |") and "| 21.25 / 0.800" in rows[1] and "| 13.5 (13.0-14.0) | 240 | 44 |" in rows[1]
     small_size, deep_size = (float(row.split("|")[3].strip().split()[0]) for row in rows)
     assert deep_size > small_size
     assert (tmp_path / "out" / PLOT).stat().st_size > 10_000 and (card / PLOT).is_file()
     text = (card / "MODEL_CARD.md").read_text()
-    assert text.index(SECTION) < text.index("## Limits") and text.count(SECTION) == 1
+    assert text.index(SECTION) < text.index("Ships: 2 blocks.") < text.index("## Limits") and text.count(SECTION) == 1
     main(arguments)  # rewritten in place, not appended
     assert (card / "MODEL_CARD.md").read_text().count(SECTION) == 1
 

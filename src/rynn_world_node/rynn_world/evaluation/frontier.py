@@ -7,6 +7,7 @@ and on synthetic clips (evaluation.evaluate's results.json) and the graph benchm
 runs alternate, so a machine that slows down mid-way slows every variant alike):
 
     python -m rynn_world.evaluation.frontier --variant NAME DIR [--variant NAME DIR ...] --out DIR [--card CHECKPOINT_DIR]
+        [--verdict TEXT]
 
 DIR/tasks/results.json, DIR/sim/results.json, DIR/graph*.json; the transformer's depth and size are read
 from DIR/checkpoint/transformer. --card writes the section and the plot into a packaged checkpoint.
@@ -41,6 +42,10 @@ class Variant:
 
     def graph_median(self, key: str) -> float:
         return float(np.median([run[key] for run in self.graph]))
+
+    def graph_range(self, key: str) -> str:
+        values = [run[key] for run in self.graph]
+        return f"{min(values):.1f}-{max(values):.1f}"
 
     def world_model_cpu(self) -> float:
         return float(np.median([run["cpu"].get("world_model_node", np.nan) for run in self.graph]))
@@ -85,12 +90,16 @@ def plot(variants: list[Variant], path: Path) -> Path:
             fps, gain = v.graph_median("fps"), v.gain(summary)
             axis.scatter(fps, gain, s=40 + v.parameters / 2e4)
             axis.annotate(f"{v.name}\n{v.parameters / 1e6:.2f} M", (fps, gain), textcoords="offset points", xytext=(6, 4), fontsize=8)
-        axis.axvline(GRAPH_FPS_GOAL, color="grey", linestyle="--", linewidth=1)
+        axis.axvline(GRAPH_FPS_GOAL, color="grey", linestyle="--", linewidth=1, label=f"{GRAPH_FPS_GOAL:g} FPS floor")
         axis.axhline(2.0, color="tab:red", linestyle=":", linewidth=1, label="goal: copy + 2 dB")
+        fps = [v.graph_median("fps") for v in variants]
+        gains = [v.gain(getattr(v, part)) for v in variants]
+        axis.set_xlim(min(fps + [GRAPH_FPS_GOAL]) - 0.5, max(fps + [16.0]) + 0.5)
+        axis.set_ylim(min(gains + [0.0]) - 0.2, max(gains + [2.0]) + 0.3)
         axis.set_xlabel("digital canonical FPS in the recording graph (median of starts)")
         axis.set_ylabel("served PSNR over copying the reference (dB)")
         axis.set_title(title)
-        axis.legend(loc="lower left", fontsize=8)
+        axis.legend(loc="lower right", fontsize=8)
         axis.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -100,7 +109,7 @@ def plot(variants: list[Variant], path: Path) -> Path:
 
 def table(variants: list[Variant]) -> str:
     lines = ["| variant | blocks | parameters | task PSNR / SSIM (copy) | task grounding | task interaction (copy) "
-             "| synthetic PSNR / SSIM (copy) | graph FPS | frame age p50 (ms) | world model CPU (% of a core) |",
+             "| synthetic PSNR / SSIM (copy) | graph FPS (range) | frame age p50 (ms) | world model CPU (% of a core) |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for v in variants:
         task, sim = v.task["methods"], v.sim["methods"]
@@ -113,11 +122,11 @@ def table(variants: list[Variant]) -> str:
             f"| {interaction.get(METHOD, float('nan')):.2f} ({interaction.get('copy_reference', float('nan')):.2f}) "
             f"| {sim[METHOD]['all']['psnr']:.2f} / {sim[METHOD]['all']['ssim']:.3f} "
             f"({sim['copy_reference']['all']['psnr']:.2f} / {sim['copy_reference']['all']['ssim']:.3f}) "
-            f"| {v.graph_median('fps'):.1f} | {v.graph_median('age_p50'):.0f} | {v.world_model_cpu():.0f} |")
+            f"| {v.graph_median('fps'):.1f} ({v.graph_range('fps')}) | {v.graph_median('age_p50'):.0f} | {v.world_model_cpu():.0f} |")
     return "\n".join(lines)
 
 
-def section(variants: list[Variant], recipe: str) -> str:
+def section(variants: list[Variant], recipe: str, verdict: str = "") -> str:
     return f"""{SECTION}
 Transformer variants trained the same way on the same data, each scored served on the held-out clips and
 run in the default recording graph (`benchmarks/bench_digital_latency.py --digital-only`, median of the graph starts).
@@ -126,7 +135,7 @@ Recipe: `{recipe}`.
 {table(variants)}
 
 ![served PSNR over copying against the graph's digital FPS]({PLOT})
-"""
+{f"{chr(10)}{verdict.strip()}{chr(10)}" if verdict else ""}"""
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -135,11 +144,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--card", type=Path, help="a packaged checkpoint whose model card gets the section and plot")
     parser.add_argument("--recipe", default="scripts/train_frontier.sh")
+    parser.add_argument("--verdict", default="", help="what ships and why, written under the plot")
     args = parser.parse_args(argv)
     variants = [load_variant(name, Path(directory)) for name, directory in args.variant]
     args.out.mkdir(parents=True, exist_ok=True)
     plot(variants, args.out / PLOT)
-    text = section(variants, args.recipe)
+    text = section(variants, args.recipe, args.verdict)
     (args.out / "frontier.md").write_text(text)
     print(text)
     if args.card:
