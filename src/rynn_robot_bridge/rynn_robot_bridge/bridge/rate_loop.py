@@ -9,9 +9,9 @@ The thread never dies of an exception in a cycle: it is counted, handed to
 ``problem()`` is the liveness check a status timer calls from another thread.
 
 With ``realtime_priority`` > 0 the thread asks the kernel for SCHED_FIFO at that priority (as
-ros2_control's controller manager does): on a busy machine a woken normal thread waits for a core
-behind the world model's and the renderer's threads, which is what made the 200 Hz period's p99
-reach 10-13 ms on two cores. Where the kernel refuses (no CAP_SYS_NICE, rtprio limit 0) the thread
+ros2_control's controller manager does), so on a busy machine it gets a core as soon as it wakes
+(in the recording graph on two cores: the period's p99 in digital mode 12.9 -> 8.8 ms, median of
+starts, docs/benchmarks.md). Where the kernel refuses (no CAP_SYS_NICE, rtprio limit 0) the thread
 runs as a normal one and ``scheduling`` says why.
 """
 

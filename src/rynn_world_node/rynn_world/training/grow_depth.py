@@ -53,9 +53,7 @@ def grow_depth(transformer: RynnWorldTransformer, layers: int) -> RynnWorldTrans
     """A `layers`-deep copy of `transformer`; each new block copies its trained predecessor's
     weights (so its attention starts somewhere sensible) with its outputs zeroed."""
     order = grown_positions(len(transformer.blocks), layers)
-    config = dict(transformer.config)
-    config = {k: v for k, v in config.items() if not k.startswith("_")}
-    config["num_layers"] = layers
+    config = {k: v for k, v in transformer.config.items() if not k.startswith("_")} | {"num_layers": layers}
     grown = RynnWorldTransformer(**config)
     state = {k: v for k, v in transformer.state_dict().items() if not k.startswith("blocks.")}
     missing, unexpected = grown.load_state_dict(state, strict=False)
