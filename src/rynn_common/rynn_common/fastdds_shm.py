@@ -15,7 +15,9 @@ Seen as the soak's respawned recorder that never answered ``/rynn/recorder/start
 (docs/reliability.md, Soak; reproduced with the recorder alone, the senders mapping
 ``fastrtps_port<N> (deleted)``).
 
-``release_dead_ports()`` does, before the participant exists, what Fast DDS does itself to a
+Every Rynn node process calls it at start (``rynn_common.node_runner``, through
+``release_before_participant``), so any node the graph respawns (the recorder, the world model) is
+heard again. ``release_dead_ports()`` does, before the participant exists, what Fast DDS does itself to a
 port it finds unhealthy: for each reader lock file whose ``flock`` is free (its holder died), it
 clears the port's "ok" flag while holding that lock. Senders then see "port not ok" on their next
 write and open the port again, which reaches the segment the restarted reader creates.
@@ -122,3 +124,24 @@ def release_dead_ports(shm_dir: Path = SHM_DIR) -> ReleasedPorts:
             os.close(lock)  # releases the flock; the lock file stays, so Fast DDS resets the port as a zombie
         getattr(released, outcome).append(port)
     return released
+
+
+def release_before_participant(environ=os.environ) -> ReleasedPorts | None:
+    """``release_dead_ports()`` when this process will use Fast DDS (None for other RMWs)."""
+    from rynn_common.dds_profile import FAST_DDS_RMW
+
+    if environ.get("RMW_IMPLEMENTATION", FAST_DDS_RMW[0]) not in FAST_DDS_RMW:
+        return None
+    return release_dead_ports()
+
+
+def release_note(released: ReleasedPorts | None) -> tuple[str, str]:
+    """(warning, info) lines for the node's log; "" where there is nothing to say."""
+    if released is None:
+        return "", ""
+    warning = (f"marked the shared-memory ports of dead Fast DDS readers {released.marked} not ok: the running nodes "
+               "open them again (a killed node's, respawned)") if released.marked else ""
+    info = (f"shared-memory ports of dead Fast DDS readers: {len(released.already_not_ok)} already not ok, "
+            f"{len(released.unrecognised)} left alone (unrecognised header)"
+            if released.already_not_ok or released.unrecognised else "")
+    return warning, info

@@ -7,7 +7,9 @@ would invalidate the context from inside the signal, and a KeyboardInterrupt
 raised in rclpy's C++ calls surfaces as unrelated errors.
 
 Before rclpy starts, the process takes the packaged Fast DDS profile (rynn_common.dds_profile) and the
-priority its launcher asked for (rynn_common.process_priority).
+priority its launcher asked for (rynn_common.process_priority), and marks the shared-memory ports of
+dead Fast DDS readers not ok (rynn_common.fastdds_shm): a respawned node gets its killed self's port,
+and without that the running nodes would keep writing into the killed one's segment.
 
 Nodes spin on rclpy's C++ EventsExecutor (``threads`` > 1: the Python
 MultiThreadedExecutor): its wait and dispatch loop is C++, where the Python
@@ -34,6 +36,7 @@ from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 from rynn_common.dds_profile import use_packaged_profile
+from rynn_common.fastdds_shm import release_before_participant, release_note
 from rynn_common.local_delivery import connect_local
 from rynn_common.process_link import stop_with_launcher
 from rynn_common.process_priority import lower_priority, requested_nice
@@ -53,6 +56,7 @@ def run_components(factories: list[Callable[[], Node]], args=None, threads: int 
     executor, call ``on_ready(nodes, linked topics)``, spin until a signal or an external shutdown,
     then destroy them in reverse order and shut rclpy down."""
     use_packaged_profile()  # before rclpy makes the participant
+    released = release_before_participant()
     priority = lower_priority(requested_nice())
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     stop = threading.Event()
@@ -73,6 +77,9 @@ def run_components(factories: list[Callable[[], Node]], args=None, threads: int 
             nodes.append(make_node())
         if priority:
             nodes[0].get_logger().info(f"process priority lowered: {', '.join(priority)}")
+        for log, line in zip((nodes[0].get_logger().warning, nodes[0].get_logger().info), release_note(released)):
+            if line:
+                log(line)
         linked = connect_local(nodes)  # before any of them spins: no DDS copy of an in-process message is taken unrecognised
         for node in nodes:
             executor.add_node(node)

@@ -18,16 +18,15 @@ stalled disk never stalls the subscriptions, and the services answer within
 crashed recorder left without metadata.yaml are recovered at start-up.
 
 The graph respawns a killed recorder. Before its DDS participant exists, the process marks the
-shared-memory ports of dead Fast DDS readers (the killed recorder's) "not ok"
-(rynn_common.fastdds_shm): otherwise the running nodes could keep writing its requests and
-messages into the killed one's segment, and the respawned recorder would never hear them.
+shared-memory ports of dead Fast DDS readers (the killed recorder's) "not ok", as every node's
+start does (rynn_common.node_runner, rynn_common.fastdds_shm): otherwise the running nodes could keep
+writing its requests and messages into the killed one's segment, and the respawned recorder would never hear them.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
-import os
 import threading
 import time
 
@@ -40,8 +39,6 @@ from std_srvs.srv import Trigger
 
 from rynn_common.clock_steps import create_steady_timer
 from rynn_common.config_paths import find_config
-from rynn_common.dds_profile import FAST_DDS_RMW
-from rynn_common.fastdds_shm import ReleasedPorts, release_dead_ports
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
@@ -68,14 +65,8 @@ def subscription_qos(msgtype: str, latched: bool) -> QoSProfile:
 
 
 class RecorderNode(Node):
-    def __init__(self, released_ports: ReleasedPorts | None = None):
+    def __init__(self):
         super().__init__(NODE_NAME)
-        if released_ports is not None and released_ports.marked:
-            self.get_logger().warning(f"marked the shared-memory ports of dead Fast DDS readers {released_ports.marked} "
-                                      "not ok: the running nodes open them again (a killed recorder's, respawned)")
-        if released_ports is not None and (released_ports.already_not_ok or released_ports.unrecognised):
-            self.get_logger().info(f"shared-memory ports of dead Fast DDS readers: {len(released_ports.already_not_ok)} "
-                                   f"already not ok, {len(released_ports.unrecognised)} left alone (unrecognised header)")
         settings = declare_settings(self, RecorderSettings, find_config("rynn_robot_bridge", "recorder.yaml"))
         self.recorder = EpisodeRecorder(settings)  # thread-safe; writes on its own thread
         self.service_wait_s = settings.service_wait_s
@@ -224,16 +215,8 @@ class RecorderNode(Node):
         super().destroy_node()
 
 
-def release_shared_memory_ports() -> ReleasedPorts | None:
-    """Before the participant exists: the ports a killed recorder left, marked not ok (Fast DDS only)."""
-    if os.environ.get("RMW_IMPLEMENTATION", FAST_DDS_RMW[0]) not in FAST_DDS_RMW:
-        return None
-    return release_dead_ports()
-
-
 def main(args=None) -> None:
-    released = release_shared_memory_ports()
-    run_node(lambda: RecorderNode(released), args)
+    run_node(RecorderNode, args)
 
 if __name__ == "__main__":
     main()
