@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The model-size / speed frontier of the embedded_cpu world model (about 25 min a variant on two CPU cores:
-# 17 min of fine-tune, 4 of evaluation, 3 of graph runs):
+# 12-17 min of fine-tune, 4 of evaluation, 3 of graph runs; tasks200 first encodes its 2191 clips, 30 min):
 # for each transformer depth, the packaged model grown to it (identity blocks: it starts exactly where the shipped
 # model is), fine-tuned on the shipped fine-tune's mix (frontier_cpu.yaml), scored served on held-out task and
 # synthetic clips; then each run twice in the default recording graph, alternating; the frontier table and plot go
 # into the model card.
 # Needs the data of scripts/train_default_model.sh (data/sim_episodes_208x128, data/task_episodes_*_208x128).
-# Every step resumes; usage: scripts/train_frontier.sh [DEPTH ...]   (default: 3 6)
+# Every step resumes; usage: scripts/train_frontier.sh [DEPTH[:DATA] ...]   (default: 3 6 3:tasks200)
+# DATA names a mix other than the shipped fine-tune's, config frontier_DATA_cpu.yaml: tasks200 is every task episode
+# (50 a task: train_default_model.sh's task-episode command with --episodes 50) instead of the first 8 a task.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=${PY:-.venv/bin/python}
@@ -14,24 +16,33 @@ export PYTHONPATH=src/rynn_common:src/rynn_retarget:src/rynn_robot_bridge:src/ry
 CONFIGS=src/rynn_world_node/config
 PACKAGED=src/rynn_world_node/rynn_world/checkpoints/embedded_cpu
 FRONTIER=outputs/embedded_cpu/frontier
-[ $# -gt 0 ] || set -- 3 6
+declare -A DATA_NAME=([tasks200]="200 task episodes")
+[ $# -gt 0 ] || set -- 3 6 3:tasks200
 VARIANTS=()
-for DEPTH in "$@"; do
-  V=$FRONTIER/blocks_$DEPTH
-  [ -d $V/start ] || "$PY" -m rynn_world.training.grow_depth --checkpoint $PACKAGED --layers "$DEPTH" --out $V/start
-  "$PY" -m rynn_world.training.distill --config $CONFIGS/frontier_cpu.yaml teacher_checkpoint=$V/start run.output_dir=$V/train
-  cp -r $V/start/tiny_decoder $V/start/tiny_control_encoder $V/train/final_warmup/
+DIRS=()
+for SPEC in "$@"; do
+  DEPTH=${SPEC%%:*}
+  DATA=${SPEC#"$DEPTH"}; DATA=${DATA#:}
+  START=$FRONTIER/blocks_$DEPTH/start
+  [ -d $START ] || "$PY" -m rynn_world.training.grow_depth --checkpoint $PACKAGED --layers "$DEPTH" --out $START
+  if [ -z "$DATA" ]; then
+    V=$FRONTIER/blocks_$DEPTH; CONFIG=frontier_cpu.yaml; NAME="$DEPTH blocks"
+  else
+    V=$FRONTIER/blocks_${DEPTH}_$DATA; CONFIG=frontier_${DATA}_cpu.yaml; NAME="$DEPTH blocks, ${DATA_NAME[$DATA]:-$DATA}"
+  fi
+  "$PY" -m rynn_world.training.distill --config $CONFIGS/$CONFIG teacher_checkpoint=$START run.output_dir=$V/train
+  cp -r $START/tiny_decoder $START/tiny_control_encoder $V/train/final_warmup/
   ln -sfn train/final_warmup $V/checkpoint
   [ -f $V/tasks/results.json ] || "$PY" -m rynn_world.evaluation.evaluate --config $CONFIGS/eval_served_tasks_cpu.yaml \
     student_no_dmd_checkpoint=$V/checkpoint output_dir=$V/tasks
   [ -f $V/sim/results.json ] || "$PY" -m rynn_world.evaluation.evaluate --config $CONFIGS/eval_served_cpu.yaml \
     student_no_dmd_checkpoint=$V/checkpoint output_dir=$V/sim
-  VARIANTS+=(--variant "$DEPTH blocks" $V)
+  VARIANTS+=(--variant "$NAME" $V)
+  DIRS+=($V)
 done
 # The graph runs alternate between the variants, so a machine that slows down slows them alike.
 for RUN in 1 2; do
-  for DEPTH in "$@"; do
-    V=$FRONTIER/blocks_$DEPTH
+  for V in "${DIRS[@]}"; do
     [ -f $V/graph_$RUN.json ] || "$PY" benchmarks/bench_digital_latency.py --digital-only --seconds 20 --json $V/graph_$RUN.json \
       checkpoint:=$PWD/$V/checkpoint
   done

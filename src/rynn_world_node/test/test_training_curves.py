@@ -11,6 +11,7 @@ from test_training_pipeline import make_vitra_clips
 from rynn_common.config_io import save_yaml, to_dict
 from rynn_world.evaluation.curves import CURVES_JSON, CURVES_PNG, checkpoint_points, losses, plot_curves, score_points
 from rynn_world.evaluation.evaluate import EvalConfig, evaluate
+from rynn_world.evaluation.side_by_side import SIDE_BY_SIDE_PNG
 from rynn_world.training.config import DataConfig, DistillConfig, OptimConfig, RunConfig, TrainConfig
 from rynn_world.training.distill import distill
 from rynn_world.training.package_default import FINETUNE_SECTION, package_default, package_finetune
@@ -121,9 +122,12 @@ def test_packaging_a_finetune_swaps_the_transformer_and_writes_its_section(finet
     finetune_yaml = tmp_path / "finetune.yaml"
     save_yaml(finetune_yaml, to_dict(config))
     evaluation = (root / "eval" / "results.json", root / "eval_after" / "results.json")
+    picture = b"\x89PNG the fine-tuned transformer's clips"
+    (evaluation[1].parent / SIDE_BY_SIDE_PNG).write_bytes(picture)  # evaluate writes it beside its results
     package_finetune("tiny", root / "finetune" / "final_warmup", [evaluation], "student_no_dmd",
                      [finetune_yaml, recipe], target)
     assert (target / "transformer").is_dir()
+    assert (target / SIDE_BY_SIDE_PNG).read_bytes() == picture  # the card shows the transformer it ships
     shipped = (target / "transformer" / "diffusion_pytorch_model.safetensors").read_bytes()
     assert shipped == (root / "finetune" / "final_warmup" / "transformer" / "diffusion_pytorch_model.safetensors").read_bytes()
     card = (target / "MODEL_CARD.md").read_text()

@@ -1,5 +1,5 @@
 """The model-size / speed frontier: held-out quality against the graph's digital frame rate, one
-point per transformer variant, as a plot and a model-card section.
+point per transformer variant (a depth, or the same depth trained on more data), as a plot and a model-card section.
 
 Each variant is a directory holding its checkpoint (transformer/ ...), its served evaluations on task
 and on synthetic clips (evaluation.evaluate's results.json) and the graph benchmark's figures
@@ -83,13 +83,12 @@ def plot(variants: list[Variant], path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.6))
     for axis, (part, title) in zip(axes, (("task", "task clips (held-out seed)"), ("sim", "synthetic clips"))):
         fps = [v.graph_median("fps") for v in variants]
         gains = [v.gain(getattr(v, part)) for v in variants]
-        for v, x, y in zip(variants, fps, gains):
-            axis.scatter(x, y, s=40 + v.parameters / 2e4)
-            axis.annotate(f"{v.name}\n{v.parameters / 1e6:.2f} M", (x, y), textcoords="offset points", xytext=(6, 4), fontsize=8)
+        for v, x, y in zip(variants, fps, gains):  # named in the legend: neighbours sit a few tenths apart
+            axis.scatter(x, y, s=40 + v.parameters / 2e4, label=f"{v.name} ({v.parameters / 1e6:.2f} M)")
         axis.axvline(DIGITAL_FPS_FLOOR, color="grey", linestyle="--", linewidth=1, label=f"{DIGITAL_FPS_FLOOR:g} FPS floor")
         axis.axhline(2.0, color="tab:red", linestyle=":", linewidth=1, label="goal: copy + 2 dB")
         axis.set_xlim(min(fps + [DIGITAL_FPS_FLOOR]) - 0.5, max(fps + [16.0]) + 0.5)
@@ -97,9 +96,9 @@ def plot(variants: list[Variant], path: Path) -> Path:
         axis.set_xlabel("digital canonical FPS in the recording graph (median of starts)")
         axis.set_ylabel("served PSNR over copying the reference (dB)")
         axis.set_title(title)
-        axis.legend(loc="lower right", fontsize=8)
         axis.grid(alpha=0.3)
-    fig.tight_layout()
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=8)  # one, under both
+    fig.tight_layout(rect=(0, 0.1, 1, 1))  # room for the legend
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -128,8 +127,9 @@ def table(variants: list[Variant]) -> str:
 
 def section(variants: list[Variant], recipe: str, verdict: str = "") -> str:
     return f"""{SECTION}
-Transformer variants trained the same way on the same data, each scored served on the held-out clips and
-run in the default recording graph (`benchmarks/bench_digital_latency.py --digital-only`, median of the graph starts).
+Transformer variants trained the same way (the same fine-tune steps from the packaged transformer; on the shipped
+fine-tune's data unless the name says otherwise), each scored served on the held-out clips and run in the default
+recording graph (`benchmarks/bench_digital_latency.py --digital-only`, median of the graph starts).
 Recipe: `{recipe}`.
 
 {table(variants)}

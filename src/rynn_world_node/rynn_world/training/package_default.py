@@ -419,6 +419,8 @@ def package_finetune(config_name: str, checkpoint: Path, evaluations: list[tuple
     shutil.copytree(checkpoint / "transformer", target / "transformer")
     if curves is not None:
         shutil.copy(after_dir / CURVES_PNG, target / FINETUNE_CURVES_PNG)
+    if (after_dir / SIDE_BY_SIDE_PNG).is_file():  # the card's picture shows the transformer it ships
+        shutil.copy(after_dir / SIDE_BY_SIDE_PNG, target / SIDE_BY_SIDE_PNG)
     card = (target / "MODEL_CARD.md").read_text()
     card = re.sub(r"^- This shipped checkpoint is .*$", lambda _: f"- {shipped_line(method, checkpoint)}", card,
                   count=1, flags=re.MULTILINE)
