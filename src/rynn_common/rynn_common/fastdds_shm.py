@@ -36,6 +36,8 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rynn_common.dds_profile import FAST_DDS_RMW
+
 SHM_DIR = Path("/dev/shm")
 PORT_SEGMENT = re.compile(r"^fastrtps_port(\d+)$")
 READER_LOCK_SUFFIX = "_el"  # the exclusive reader's flock file (Fast DDS RobustExclusiveLock)
@@ -128,8 +130,6 @@ def release_dead_ports(shm_dir: Path = SHM_DIR) -> ReleasedPorts:
 
 def release_before_participant(environ=os.environ) -> ReleasedPorts | None:
     """``release_dead_ports()`` when this process will use Fast DDS (None for other RMWs)."""
-    from rynn_common.dds_profile import FAST_DDS_RMW
-
     if environ.get("RMW_IMPLEMENTATION", FAST_DDS_RMW[0]) not in FAST_DDS_RMW:
         return None
     return release_dead_ports()

@@ -77,9 +77,11 @@ def run_components(factories: list[Callable[[], Node]], args=None, threads: int 
             nodes.append(make_node())
         if priority:
             nodes[0].get_logger().info(f"process priority lowered: {', '.join(priority)}")
-        for log, line in zip((nodes[0].get_logger().warning, nodes[0].get_logger().info), release_note(released)):
-            if line:
-                log(line)
+        marked, left = release_note(released)
+        if marked:
+            nodes[0].get_logger().warning(marked)
+        if left:
+            nodes[0].get_logger().info(left)
         linked = connect_local(nodes)  # before any of them spins: no DDS copy of an in-process message is taken unrecognised
         for node in nodes:
             executor.add_node(node)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ros_test_tools import read_log, wait_for_log
-from rynn_common.fastdds_shm import OPENED_FOR_READING, OPENED_READ_EXCLUSIVE, PORT_OK, port_flags_offset, release_note
+from rynn_common.fastdds_shm import OPENED_FOR_READING, OPENED_READ_EXCLUSIVE, PORT_OK, ReleasedPorts, port_flags_offset, release_note
 
 pytestmark = pytest.mark.ros
 
@@ -89,8 +89,6 @@ def test_a_node_marks_a_dead_readers_port_and_leaves_a_live_ones_alone(start_pro
 
 
 def test_what_the_node_logs_about_released_ports():
-    from rynn_common.fastdds_shm import ReleasedPorts
-
     assert release_note(None) == ("", "")  # another RMW: nothing looked at
     assert release_note(ReleasedPorts()) == ("", "")
     warning, info = release_note(ReleasedPorts(marked=[7411], already_not_ok=[7413], unrecognised=[]))
