@@ -11,7 +11,7 @@ needs no profile: it maps the writer's segment, so a user's own subscriber gets 
 from __future__ import annotations
 
 import os
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
 PROFILE = Path(__file__).with_name("fastdds_profile.xml")
@@ -20,11 +20,16 @@ PROFILE_VARIABLES = ("FASTRTPS_DEFAULT_PROFILES_FILE", "FASTDDS_DEFAULT_PROFILES
 FAST_DDS_RMW = ("rmw_fastrtps_cpp", "rmw_fastrtps_dynamic_cpp")
 
 
+def uses_fast_dds(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether rclpy will make a Fast DDS participant (RMW_IMPLEMENTATION unset is Fast DDS, the default)."""
+    return environ.get("RMW_IMPLEMENTATION", FAST_DDS_RMW[0]) in FAST_DDS_RMW
+
+
 def use_packaged_profile(environ: MutableMapping[str, str] = os.environ) -> bool:
     """Point Fast DDS at the packaged profile in ``environ`` (before rclpy creates a participant):
     not when another RMW is chosen, nor when a profile file or builtin-transport choice is already
     set (the user's wins). Whether it did."""
-    if environ.get("RMW_IMPLEMENTATION", FAST_DDS_RMW[0]) not in FAST_DDS_RMW:
+    if not uses_fast_dds(environ):
         return False
     if any(environ.get(name) for name in (*PROFILE_VARIABLES, "FASTDDS_BUILTIN_TRANSPORTS")):
         return False

@@ -36,7 +36,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rynn_common.dds_profile import FAST_DDS_RMW
+from rynn_common.dds_profile import uses_fast_dds
 
 SHM_DIR = Path("/dev/shm")
 PORT_SEGMENT = re.compile(r"^fastrtps_port(\d+)$")
@@ -130,9 +130,7 @@ def release_dead_ports(shm_dir: Path = SHM_DIR) -> ReleasedPorts:
 
 def release_before_participant(environ=os.environ) -> ReleasedPorts | None:
     """``release_dead_ports()`` when this process will use Fast DDS (None for other RMWs)."""
-    if environ.get("RMW_IMPLEMENTATION", FAST_DDS_RMW[0]) not in FAST_DDS_RMW:
-        return None
-    return release_dead_ports()
+    return release_dead_ports() if uses_fast_dds(environ) else None
 
 
 def release_note(released: ReleasedPorts | None) -> tuple[str, str]:
