@@ -14,7 +14,6 @@ import re
 import signal
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -344,21 +343,17 @@ def test_a_killed_recorder_is_respawned_and_recovers_its_episode_while_the_graph
 
     bags = tmp_path / "bags"
     launcher, pids = start_graph(start_process, tmp_path, "record:=true", f"record_dir:={bags}")
-    clients = {verb: ros_node.create_client(Trigger, f"/rynn/recorder/{verb}") for verb in ("start", "stop")}
+    from rynn_common.ros_names import RECORDER_SERVICES
+    from rynn_common.service_calls import node_service_caller
+
+    # As the console calls them: after a respawn a request to the new server can be lost, so it is resent on
+    # a fresh client (rynn_common.service_calls); one long-lived client stayed unanswered for 60 s under load.
+    callers = {verb: node_service_caller(ros_node, Trigger, RECORDER_SERVICES[verb]) for verb in ("start", "stop")}
 
     def call(verb: str) -> Trigger.Response:
-        """After a respawn, wait_for_service can still see the killed server, and a request sent before
-        the new server's reader has matched is lost: resend every 10 s and keep the successful answer (a
-        duplicate handled later only gets a refusal)."""
-        assert clients[verb].wait_for_service(timeout_sec=60.0), read_log(launcher)
-        futures = []
-        deadline = time.monotonic() + 60.0
-        while time.monotonic() < deadline:
-            futures.append(clients[verb].call_async(Trigger.Request()))
-            if wait_until(lambda: any(f.done() for f in futures), 10.0, spin=ros_node.spin_once):
-                answers = [f.result() for f in futures if f.done()]
-                return next((a for a in answers if a.success), answers[0])
-        raise AssertionError(f"/rynn/recorder/{verb} did not answer {len(futures)} requests")
+        answer = callers[verb].call(Trigger.Request(), ros_node.spin_once, 60.0)
+        assert answer is not None, f"/rynn/recorder/{verb} not answered in 60 s (resent {callers[verb].resent})\n{read_log(launcher)}"
+        return answer
 
     started = call("start")
     assert started.success, started.message
