@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_sim_robot.py [--seconds 5] [--episodes 2]
     .venv/bin/python benchmarks/bench_sim_robot.py --backends [--repeats 3]
+    .venv/bin/python benchmarks/bench_sim_robot.py --multisamples [--repeats 3 --frames 20]
 
 ``--backends`` compares the offscreen GL backends and llvmpipe thread counts side by
 side instead: MuJoCo fixes its backend at import, so each one runs in a fresh child
@@ -27,13 +28,14 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "src" / p) for p in ("rynn_common", "rynn_retarget", "rynn_robot_bridge")]
+sys.path[:0] = [str(REPO / "src" / p) for p in ("rynn_common", "rynn_retarget", "rynn_robot_bridge", "rynn_world_node")]
 
 import numpy as np
 
 import rynn_robot_bridge.sim  # noqa: F401  (headless GL first)
 from rynn_common.description import D435I_COLOR
-from rynn_robot_bridge.sim.simulator import SimulatedRobot
+from rynn_robot_bridge.config import load_robot_config
+from rynn_robot_bridge.sim.simulator import HeadCameraView, SimulatedRobot
 
 LATENCY_PORT = 7600 + os.getpid() % 90
 CHILD = """
@@ -77,24 +79,58 @@ def bench_physics(seconds: float) -> None:
 
 def bench_render(frames: int) -> None:
     """Wall time and CPU time (this process, all threads: a software GL renders on its own threads) a frame,
-    as shipped and, for comparison, without the scene's multisampling (model.vis.quality.offsamples)."""
+    with the live camera's anti-aliasing (robot.yaml's sim.multisamples) and with MuJoCo's default 4."""
     print(f"GL: {os.environ.get('MUJOCO_GL')}")
-    for scene, width, height, offsamples in (("empty", 640, 480, None), ("empty", 640, 480, 0),  # the default graph's
-                                             ("dual_picking", 640, 480, None), ("dual_picking", 832, 480, None)):
+    live = load_robot_config().sim.multisamples
+    for scene, width, height, samples in (("empty", 640, 480, live), ("empty", 640, 480, 4),
+                                          ("dual_picking", 640, 480, live), ("dual_picking", 832, 480, live)):
         robot = SimulatedRobot(scene, camera=D435I_COLOR.scaled(width, height))
-        shipped = robot.model.vis.quality.offsamples
-        if offsamples is not None:
-            robot.model.vis.quality.offsamples = offsamples
-        robot.render()  # context creation
+        view = HeadCameraView(robot.model, robot.camera, samples)
+        view.render(robot.data)  # context creation
         start, cpu_start = time.perf_counter(), time.process_time()
         for _ in range(frames):
             robot.step(17)
-            robot.render()
+            view.render(robot.data)
         elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+        view.close()
         robot.close()
-        samples = f"{robot.model.vis.quality.offsamples}x MSAA" + (" (shipped)" if offsamples is None else f" (shipped: {shipped})")
-        print(f"render {scene} {width}x{height}, {samples}: {frames / elapsed:6.1f} FPS ({1000 * elapsed / frames:.1f} ms/frame wall, "
+        label = f"{samples}x MSAA" + (" (the live camera's)" if samples == live else "")
+        print(f"render {scene} {width}x{height}, {label}: {frames / elapsed:6.1f} FPS ({1000 * elapsed / frames:.1f} ms/frame wall, "
               f"{1000 * cpu / frames:.1f} ms CPU a frame incl. physics steps)")
+
+
+def bench_multisamples(repeats: int, frames: int) -> None:
+    """What anti-aliasing costs the live 640x480 camera and what it changes in the world model's view: for each
+    task, CPU ms a frame with 0 and 4 samples (alternating, medians), and PSNR at the model's 208x128 input
+    between the two and against the episode generator's own 208x128 render (4 samples, the training data)."""
+    from rynn_robot_bridge.sim.scenes import TASKS
+    from rynn_world.image_input import to_model_rgb
+
+    def psnr(a: np.ndarray, b: np.ndarray) -> float:
+        return float(10 * np.log10(255.0 ** 2 / np.mean((a.astype(float) - b.astype(float)) ** 2)))
+
+    print("task             | CPU ms a frame, 0 / 4 samples | PSNR at 208x128: 0 vs 4 | vs the generator's render: 0 / 4")
+    for task in TASKS:
+        live = SimulatedRobot(task, seed=1, vary_scene=True)
+        trained = SimulatedRobot(task, seed=1, vary_scene=True, camera=D435I_COLOR.scaled(208, 128))
+        live.step(100)
+        trained.step(100)
+        cpu: dict[int, list[float]] = {0: [], 4: []}
+        seen: dict[int, np.ndarray] = {}
+        for _ in range(repeats):
+            for samples in (0, 4):
+                view = HeadCameraView(live.model, live.camera, samples)
+                seen[samples] = to_model_rgb(view.render(live.data), 128, 208)
+                start = time.process_time()
+                for _ in range(frames):
+                    view.render(live.data)
+                cpu[samples].append(1000 * (time.process_time() - start) / frames)
+                view.close()
+        generated = to_model_rgb(trained.render(), 128, 208)
+        live.close()
+        trained.close()
+        print(f"{task:<16} | {np.median(cpu[0]):6.1f} / {np.median(cpu[4]):6.1f} | {psnr(seen[0], seen[4]):6.2f} dB | "
+              f"{psnr(seen[0], generated):6.2f} / {psnr(seen[4], generated):6.2f} dB")
 
 
 BACKEND_CONFIGS = [(gl, threads) for gl in ("egl", "osmesa") for threads in ("0", "1", "2")]
@@ -111,7 +147,7 @@ from rynn_robot_bridge.sim.simulator import HeadCameraView, SimulatedRobot
 
 camera = D435I_COLOR.scaled(640, 480)
 robot = SimulatedRobot("empty", camera=camera)
-view = HeadCameraView(robot.model, camera)
+view = HeadCameraView(robot.model, camera, load_robot_config().sim.multisamples)
 data = mujoco.MjData(robot.model)
 view.render(data)  # context creation and first-frame set-up
 walls, cpus = [], []
@@ -242,11 +278,16 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=2)
     parser.add_argument("--episode-seconds", type=float, default=4.0)
     parser.add_argument("--backends", action="store_true", help="only compare the GL backends and llvmpipe threads")
-    parser.add_argument("--repeats", type=int, default=3, help="alternating runs per backend (--backends)")
+    parser.add_argument("--multisamples", action="store_true",
+                        help="only compare the live camera with 0 and 4 anti-aliasing samples on the task scenes")
+    parser.add_argument("--repeats", type=int, default=3, help="alternating runs per configuration (--backends, --multisamples)")
     args = parser.parse_args()
     print(f"machine: {machine()}")
     if args.backends:
         bench_backends(args.repeats, args.frames, args.seconds)
+        return
+    if args.multisamples:
+        bench_multisamples(args.repeats, args.frames)
         return
     bench_physics(args.seconds)
     bench_render(args.frames)

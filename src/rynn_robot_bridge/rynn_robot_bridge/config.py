@@ -40,6 +40,7 @@ class SimSettings:
     render_rate_hz: float = 30.0
     image_width: int = 640
     image_height: int = 480
+    multisamples: int = 0  # anti-aliasing samples of the live camera (config/robot.yaml says why 0)
     digital_render_rate_hz: float = 1.0  # while digital: the console's view of the real camera only (anchors use real-mode frames)
     mode_topic: str = MODE_TOPIC  # the bridge's latched mode, which selects the render rate
 

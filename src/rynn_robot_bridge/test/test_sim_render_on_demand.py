@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import pytest
 
 import rynn_robot_bridge.sim  # noqa: F401  (headless GL before mujoco)
 from rynn_common.description import D435I_COLOR
 from rynn_robot_bridge.config import load_robot_config
 from rynn_robot_bridge.sim.realtime import RealtimeSimRobot
-from rynn_robot_bridge.sim.simulator import SimulatedRobot
+from rynn_robot_bridge.sim.simulator import HeadCameraView, SimulatedRobot
 
 pytest.importorskip("lcm")
 SMALL_CAMERA = D435I_COLOR.scaled(160, 120)
@@ -89,3 +90,30 @@ def test_sim_robot_node_renders_only_while_its_camera_has_a_subscriber(lcm_url, 
     finally:
         node.destroy_node()
         rclpy.shutdown()
+
+
+@pytest.mark.parametrize("samples", [0, 4])
+def test_the_camera_thread_renders_with_the_configured_anti_aliasing(lcm_url, repo_conftest, samples):
+    """A frame of the robot at rest is the picture a view with ``sim.multisamples`` samples renders, not the other."""
+    config = load_robot_config().with_lcm_url(lcm_url).with_sim(render_rate_hz=10.0, multisamples=samples)
+    frames: list = []
+    runtime = RealtimeSimRobot(config, SimulatedRobot("empty", camera=SMALL_CAMERA),
+                               on_frame=lambda rgb, captured: frames.append(rgb.copy()))
+    runtime.start()
+    try:
+        assert repo_conftest.wait_until(lambda: len(frames) >= 1, 60.0)
+    finally:
+        runtime.stop()
+        runtime.robot.close()
+    reference = SimulatedRobot("empty", camera=SMALL_CAMERA)
+    try:
+        difference = {}
+        for other in (0, 4):
+            view = HeadCameraView(reference.model, reference.camera, other)
+            try:
+                difference[other] = np.abs(frames[0].astype(int) - view.render(reference.data).astype(int)).sum()
+            finally:
+                view.close()
+    finally:
+        reference.close()
+    assert difference[samples] * 3 < difference[4 - samples], difference

@@ -170,7 +170,7 @@ class RealtimeSimRobot:
         if self.on_frame is None or self.config.sim.render_rate_hz <= 0:
             return
         try:
-            view = HeadCameraView(self.robot.model, self.robot.camera)
+            view = HeadCameraView(self.robot.model, self.robot.camera, self.config.sim.multisamples)
         except RendererUnavailable as exc:
             self.render_error = str(exc)
             LOG.error("camera disabled, the robot keeps running: %s", exc)

@@ -158,10 +158,18 @@ class SimulatedRobot:
 
 
 class HeadCameraView:
-    """Offscreen renderer of the head camera. Its GL context belongs to the thread that created it."""
+    """Offscreen renderer of the head camera. Its GL context belongs to the thread that created it.
 
-    def __init__(self, model: mujoco.MjModel, camera: CameraIntrinsics):
+    ``multisamples`` (anti-aliasing samples a pixel) replaces the model's own setting (MuJoCo's default, 4)
+    before the context is made; physics never reads it, so a model stepping in another thread is unaffected.
+    """
+
+    def __init__(self, model: mujoco.MjModel, camera: CameraIntrinsics, multisamples: int | None = None):
         require_renderer()
+        if multisamples is not None:
+            if multisamples < 0:
+                raise ValueError(f"multisamples must be >= 0, got {multisamples}")
+            model.vis.quality.offsamples = multisamples
         try:
             self._renderer = mujoco.Renderer(model, camera.height, camera.width)
         except Exception as exc:  # the GL stack fails in many ways; all mean "no camera"
