@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -42,3 +43,14 @@ def small_volume(tmp_path):
         yield volume
     finally:
         subprocess.run(["umount", "-l", str(volume)], check=False)
+
+
+@pytest.fixture(scope="session")
+def fifo_allowed() -> bool:
+    """Whether the kernel grants this user SCHED_FIFO (root, CAP_SYS_NICE or an rtprio limit), tried and undone."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    except OSError:
+        return False
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    return True

@@ -69,17 +69,8 @@ def test_fixed_rate_thread_ticks_at_its_rate(wait_until):
     assert abs(np.median(np.diff(ticks)) - 0.005) < 0.0005
 
 
-def _can_use_fifo() -> bool:
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
-    except OSError:
-        return False
-    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-    return True
-
-
 @pytest.mark.parametrize("priority", [0, 20])
-def test_the_command_thread_runs_at_its_realtime_priority_or_says_why_not(priority, wait_until):
+def test_the_command_thread_runs_at_its_realtime_priority_or_says_why_not(priority, wait_until, fifo_allowed):
     policies = []
     loop = FixedRateThread(200.0, lambda now: policies.append(os.sched_getscheduler(0)), name="test_rt", realtime_priority=priority)
     loop.start()
@@ -87,11 +78,32 @@ def test_the_command_thread_runs_at_its_realtime_priority_or_says_why_not(priori
     loop.stop()
     if priority == 0:
         assert set(policies) == {os.SCHED_OTHER} and loop.scheduling == "normal (realtime_priority 0)"
-    elif _can_use_fifo():
+    elif fifo_allowed:
         assert set(policies) == {os.SCHED_FIFO} and loop.scheduling == "SCHED_FIFO priority 20"
     else:  # refused (no CAP_SYS_NICE): runs as a normal thread and says how to allow it
         assert set(policies) == {os.SCHED_OTHER} and "refused" in loop.scheduling and "CAP_SYS_NICE" in loop.scheduling
     assert os.sched_getscheduler(0) == os.SCHED_OTHER  # only the command thread, not its process
+
+
+@pytest.mark.parametrize("priority", [0, 20])
+def test_the_state_thread_runs_at_its_realtime_priority_or_says_why_not(priority, lcm_url, wait_until, fifo_allowed):
+    policies = []
+    link = LcmRobotLink(lcm_url, "TEST_COMMAND", "TEST_STATE", lambda state, at: policies.append(os.sched_getscheduler(0)),
+                        realtime_priority=priority)
+    robot = lcm.LCM(lcm_url)
+    link.start()
+    try:
+        robot.publish("TEST_STATE", encode_state(robot_state(1, np.zeros(NUM_JOINTS))))
+        assert wait_until(lambda: policies, 5.0)
+    finally:
+        link.stop()
+    if priority == 0:
+        assert policies == [os.SCHED_OTHER] and link.scheduling == "normal (realtime_priority 0)"
+    elif fifo_allowed:
+        assert policies == [os.SCHED_FIFO] and link.scheduling == "SCHED_FIFO priority 20"
+    else:
+        assert policies == [os.SCHED_OTHER] and "refused" in link.scheduling and "CAP_SYS_NICE" in link.scheduling
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER  # only the receive thread, not its process
 
 
 def test_receive_buffer_option_is_added_to_udpm_urls_without_one():

@@ -8,6 +8,7 @@ every command it receives).
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
@@ -388,6 +389,33 @@ def test_world_model_stall_and_refused_switch_without_robot_state(ros_node, star
     ros_node.create_publisher(operator.Image, "/rynn/digital/camera/color/image_raw", best_effort)
     assert wait_until(lambda: any("offers incompatible QoS (RELIABILITY)" in f for f in operator.faults()), 10.0, spin=spin), (
         read_log(bridge))
+
+
+def _thread_policies(pid: int) -> dict[int, int]:
+    """Thread id -> scheduling policy (field 41 of /proc/PID/task/TID/stat, after the parenthesised name)."""
+    policies = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            fields = (task / "stat").read_text().rpartition(")")[2].split()
+        except OSError:  # the thread ended while listed
+            continue
+        policies[int(task.name)] = int(fields[38])
+    return policies
+
+
+def test_the_bridges_python_threads_run_at_realtime_priority_or_it_says_why_not(start_process, helpers, lcm_url, fifo_allowed):
+    """The command, LCM state and executor threads (the executor's is the main thread) take SCHED_FIFO, so none
+    that holds the interpreter lock waits behind other processes while the command thread waits for it."""
+    bridge = start_bridge(start_process, lcm_url, "digital")
+    log = helpers.read_log(bridge)
+    line = next(line for line in log.splitlines() if "bridge up in" in line)
+    if fifo_allowed:
+        assert line.count("SCHED_FIFO priority 50") == 1 and line.count("SCHED_FIFO priority 48") == 2, line
+        policies = _thread_policies(bridge.pid)
+        assert policies[bridge.pid] == os.SCHED_FIFO  # the main thread spins the executor
+        assert sum(policy == os.SCHED_FIFO for policy in policies.values()) >= 3, policies
+    else:  # refused (no CAP_SYS_NICE): every thread runs normally and the log says how to allow it
+        assert line.count("refused") == 3 and "CAP_SYS_NICE" in log, line
 
 
 def test_invalid_start_mode_stops_the_node_with_the_reason(start_process, helpers, lcm_url):

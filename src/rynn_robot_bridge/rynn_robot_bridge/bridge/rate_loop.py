@@ -11,8 +11,10 @@ The thread never dies of an exception in a cycle: it is counted, handed to
 With ``realtime_priority`` > 0 the thread asks the kernel for SCHED_FIFO at that priority (as
 ros2_control's controller manager does), so on a busy machine it gets a core as soon as it wakes
 (in the recording graph on two cores: the period's p99 in digital mode 12.9 -> 8.8 ms, median of
-starts, docs/benchmarks.md). Where the kernel refuses (no CAP_SYS_NICE, rtprio limit 0) the thread
-runs as a normal one and ``scheduling`` says why.
+starts, docs/benchmarks.md). The bridge's other Python threads ask for it too, at a lower priority
+(``request_realtime``): a FIFO thread waiting for the interpreter lock held by a preempted normal
+one would wait for that one's next time slice. Where the kernel refuses (no CAP_SYS_NICE, rtprio
+limit 0) a thread runs as a normal one and ``scheduling`` says why.
 """
 
 from __future__ import annotations
@@ -21,6 +23,19 @@ import os
 import threading
 import time
 from typing import Callable
+
+
+def request_realtime(priority: int) -> str:
+    """Ask for SCHED_FIFO at ``priority`` for the calling thread (pid 0 is the calling thread on Linux) when
+    ``priority`` > 0; return how the thread is scheduled now and, where the kernel refused, why."""
+    if priority <= 0:
+        return "normal (realtime_priority 0)"
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+        return f"SCHED_FIFO priority {priority}"
+    except (OSError, AttributeError) as error:
+        return (f"normal: SCHED_FIFO {priority} refused ({error}); "
+                "grant CAP_SYS_NICE or an rtprio limit to the user running the bridge")
 
 
 def next_deadline(previous: float, now: float, period: float) -> tuple[float, int]:
@@ -68,16 +83,7 @@ class FixedRateThread:
         return None
 
     def _schedule(self) -> None:
-        """Ask for SCHED_FIFO for this thread (pid 0 is the calling thread on Linux) when configured."""
-        if self.realtime_priority <= 0:
-            self.scheduling = "normal (realtime_priority 0)"
-        else:
-            try:
-                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self.realtime_priority))
-                self.scheduling = f"SCHED_FIFO priority {self.realtime_priority}"
-            except (OSError, AttributeError) as error:
-                self.scheduling = (f"normal: SCHED_FIFO {self.realtime_priority} refused ({error}); "
-                                   "grant CAP_SYS_NICE or an rtprio limit to the user running the bridge")
+        self.scheduling = request_realtime(self.realtime_priority)
         self._scheduled.set()
 
     def _run(self) -> None:

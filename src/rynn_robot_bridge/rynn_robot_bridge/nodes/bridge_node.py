@@ -60,7 +60,7 @@ from rynn_robot_bridge.bridge.commander import RobotCommander
 from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
 from rynn_robot_bridge.bridge.lcm_link import LcmRobotLink, receive_buffer_note, with_receive_buffer
 from rynn_robot_bridge.bridge.mode import Mode
-from rynn_robot_bridge.bridge.rate_loop import FixedRateThread
+from rynn_robot_bridge.bridge.rate_loop import FixedRateThread, request_realtime
 from rynn_robot_bridge.bridge.settings import BridgeSettings
 from rynn_robot_bridge.config import LcmSettings
 from rynn_robot_bridge.image_layout import read_image_header
@@ -123,7 +123,8 @@ class BridgeNode(Node):
         create_steady_timer(self, 1.0 / settings.status_rate_hz, self._publish_status)
 
         self.link = LcmRobotLink(with_receive_buffer(lcm_settings.url, settings.lcm_receive_buffer_bytes),
-                                 lcm_settings.command_channel, lcm_settings.state_channel, self._on_robot_state)
+                                 lcm_settings.command_channel, lcm_settings.state_channel, self._on_robot_state,
+                                 realtime_priority=settings.threads_realtime_priority)
         self.command_loop = FixedRateThread(lcm_settings.command_rate_hz, self._command_cycle, name="lcm_commands",
                                             on_error=self._on_command_cycle_error,
                                             realtime_priority=settings.command_realtime_priority)
@@ -132,13 +133,19 @@ class BridgeNode(Node):
         self._publish_mode(start_mode)
         self.link.start()
         self.command_loop.start()
+        # The executor's thread is the one creating this node (rynn_common.node_runner); asked last, so that no
+        # thread this one starts inherits it.
+        self.executor_scheduling = request_realtime(settings.threads_realtime_priority)
         self.get_logger().info(
             f"bridge up in {start_mode.label} mode; LCM {lcm_settings.url} "
             f"(commands {lcm_settings.command_channel} at {lcm_settings.command_rate_hz:g} Hz, "
-            f"thread {self.command_loop.scheduling}; state {lcm_settings.state_channel})"
+            f"thread {self.command_loop.scheduling}; state {lcm_settings.state_channel}, thread {self.link.scheduling}; "
+            f"executor thread {self.executor_scheduling})"
         )
-        if self.command_loop.scheduling.startswith("normal:"):
-            self.get_logger().warning(f"command thread: {self.command_loop.scheduling}")
+        for thread, scheduling in (("command", self.command_loop.scheduling), ("LCM state", self.link.scheduling),
+                                   ("executor", self.executor_scheduling)):
+            if scheduling.startswith("normal:"):
+                self.get_logger().warning(f"{thread} thread: {scheduling}")
 
     def _declare_parameters(self) -> tuple[BridgeSettings, LcmSettings]:
         """bridge.yaml's keys as parameters (``config_file``), and robot.yaml's ``lcm`` section as
