@@ -403,19 +403,28 @@ def _thread_policies(pid: int) -> dict[int, int]:
     return policies
 
 
-def test_the_bridges_python_threads_run_at_realtime_priority_or_it_says_why_not(start_process, helpers, lcm_url, fifo_allowed):
-    """The command, LCM state and executor threads (the executor's is the main thread) take SCHED_FIFO, so none
-    that holds the interpreter lock waits behind other processes while the command thread waits for it."""
-    bridge = start_bridge(start_process, lcm_url, "digital")
-    log = helpers.read_log(bridge)
-    line = next(line for line in log.splitlines() if "bridge up in" in line)
-    if fifo_allowed:
-        assert line.count("SCHED_FIFO priority 50") == 1 and line.count("SCHED_FIFO priority 48") == 2, line
-        policies = _thread_policies(bridge.pid)
-        assert policies[bridge.pid] == os.SCHED_FIFO  # the main thread spins the executor
-        assert sum(policy == os.SCHED_FIFO for policy in policies.values()) >= 3, policies
-    else:  # refused (no CAP_SYS_NICE): every thread runs normally and the log says how to allow it
-        assert line.count("refused") == 3 and "CAP_SYS_NICE" in log, line
+def test_in_real_mode_the_bridges_python_threads_run_at_realtime_priority_or_it_says_why_not(
+        ros_node, start_process, helpers, lcm_url, fifo_allowed):
+    """Real mode: the command, LCM state and executor threads (the executor's is the main thread) at SCHED_FIFO,
+    so none holding the interpreter lock waits behind other processes while the command thread waits for it.
+    Digital mode commands nothing: the two others go back to normal, leaving the CPU to the world model."""
+    wait_until = helpers.wait_until
+    operator = Operator(ros_node, joint_limits_from_urdf().clamp(np.zeros(ACTION_DIM)))
+    bridge = start_bridge(start_process, lcm_url, "real")
+    line = next(line for line in helpers.read_log(bridge).splitlines() if "bridge up in" in line)
+    if not fifo_allowed:  # refused (no CAP_SYS_NICE): every thread runs normally and the log says how to allow it
+        assert line.count("refused") == 3 and "CAP_SYS_NICE" in helpers.read_log(bridge), line
+        return
+    assert "thread SCHED_FIFO priority 50" in line, line
+    assert "threads in real mode: LCM state SCHED_FIFO priority 48, executor SCHED_FIFO priority 48" in line, line
+    policies = _thread_policies(bridge.pid)
+    assert policies[bridge.pid] == os.SCHED_FIFO and sum(p == os.SCHED_FIFO for p in policies.values()) >= 3, policies
+
+    response, _, _ = set_mode(operator, ros_node, wait_until, operator.SetMode.Request.MODE_DIGITAL)
+    assert response.success, response.message
+    policies = _thread_policies(bridge.pid)
+    assert policies[bridge.pid] == os.SCHED_OTHER, policies
+    assert sum(p == os.SCHED_FIFO for p in policies.values()) == 1, policies  # the command thread only
 
 
 def test_invalid_start_mode_stops_the_node_with_the_reason(start_process, helpers, lcm_url):

@@ -27,7 +27,6 @@ from typing import Callable
 import lcm
 
 from rynn_robot_bridge.bridge.commander import RobotCommand
-from rynn_robot_bridge.bridge.rate_loop import request_realtime
 from rynn_robot_bridge.lcm_protocol import MODE_HOLD, MODE_POSITION, NUM_JOINTS, MalformedPacket, RobotState, decode_state, encode_command
 
 RMEM_MAX = Path("/proc/sys/net/core/rmem_max")
@@ -58,14 +57,10 @@ def receive_buffer_note(url: str, rmem_max_path: Path = RMEM_MAX) -> str:
 
 
 class LcmRobotLink:
-    """``on_state(state, received_at)`` is called on the receive thread with ``time.monotonic()`` stamps.
+    """``on_state(state, received_at)`` is called on the receive thread (``native_id``, known once ``start()``
+    returned, e.g. to schedule it) with ``time.monotonic()`` stamps."""
 
-    ``realtime_priority`` > 0: the receive thread asks for SCHED_FIFO (``rate_loop.request_realtime``);
-    ``scheduling`` says what it got once ``start()`` returned.
-    """
-
-    def __init__(self, url: str, command_channel: str, state_channel: str, on_state: Callable[[RobotState, float], None],
-                 realtime_priority: int = 0):
+    def __init__(self, url: str, command_channel: str, state_channel: str, on_state: Callable[[RobotState, float], None]):
         self.url = url
         self.command_channel = command_channel
         self.state_channel = state_channel
@@ -76,16 +71,15 @@ class LcmRobotLink:
         self._lcm = lcm.LCM(url)
         self._subscription = self._lcm.subscribe(state_channel, self._handle_state)
         self._subscription.set_queue_capacity(STATE_QUEUE_MESSAGES)
-        self.realtime_priority = realtime_priority
-        self.scheduling = "not started"
-        self._scheduled = threading.Event()
+        self.native_id: int | None = None
+        self._started = threading.Event()
         self._running = threading.Event()
         self._thread = threading.Thread(target=self._receive, name="lcm_state_receiver", daemon=True)
 
     def start(self) -> None:
         self._running.set()
         self._thread.start()
-        self._scheduled.wait(timeout=1.0)  # `scheduling` is settled when start returns
+        self._started.wait(timeout=1.0)  # `native_id` is set when start returns
 
     def stop(self) -> None:
         self._running.clear()
@@ -115,8 +109,8 @@ class LcmRobotLink:
             self._rejected[reason] += 1
 
     def _receive(self) -> None:
-        self.scheduling = request_realtime(self.realtime_priority)
-        self._scheduled.set()
+        self.native_id = threading.get_native_id()
+        self._started.set()
         while self._running.is_set():
             self._lcm.handle_timeout(50)
 

@@ -11,10 +11,10 @@ The thread never dies of an exception in a cycle: it is counted, handed to
 With ``realtime_priority`` > 0 the thread asks the kernel for SCHED_FIFO at that priority (as
 ros2_control's controller manager does), so on a busy machine it gets a core as soon as it wakes
 (in the recording graph on two cores: the period's p99 in digital mode 12.9 -> 8.8 ms, median of
-starts, docs/benchmarks.md). The bridge's other Python threads ask for it too, at a lower priority
-(``request_realtime``): a FIFO thread waiting for the interpreter lock held by a preempted normal
-one would wait for that one's next time slice. Where the kernel refuses (no CAP_SYS_NICE, rtprio
-limit 0) a thread runs as a normal one and ``scheduling`` says why.
+starts, docs/benchmarks.md). In real mode the bridge's other Python threads get it too, at a lower
+priority (``set_thread_scheduling``): a FIFO thread waiting for the interpreter lock held by a
+preempted normal one would wait for that one's next time slice. Where the kernel refuses (no
+CAP_SYS_NICE, rtprio limit 0) a thread runs as a normal one and ``scheduling`` says why.
 """
 
 from __future__ import annotations
@@ -26,16 +26,34 @@ from typing import Callable
 
 
 def request_realtime(priority: int) -> str:
-    """Ask for SCHED_FIFO at ``priority`` for the calling thread (pid 0 is the calling thread on Linux) when
-    ``priority`` > 0; return how the thread is scheduled now and, where the kernel refused, why."""
+    """Ask for SCHED_FIFO at ``priority`` for the calling thread when ``priority`` > 0; return how the
+    thread is scheduled now and, where the kernel refused, why."""
     if priority <= 0:
         return "normal (realtime_priority 0)"
     try:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
         return f"SCHED_FIFO priority {priority}"
     except (OSError, AttributeError) as error:
-        return (f"normal: SCHED_FIFO {priority} refused ({error}); "
-                "grant CAP_SYS_NICE or an rtprio limit to the user running the bridge")
+        return _refused(priority, error)
+
+
+def set_thread_scheduling(native_id: int, priority: int) -> str:
+    """SCHED_FIFO at ``priority`` (> 0), else normal scheduling, for the thread ``native_id`` of this process
+    (``threading.get_native_id()``); return how it is scheduled now and why. Threads it starts while at FIFO
+    start normal (SCHED_RESET_ON_FORK): an executor's helper threads must not inherit the priority."""
+    try:
+        if priority <= 0:
+            os.sched_setscheduler(native_id, os.SCHED_OTHER, os.sched_param(0))
+            return "normal"
+        os.sched_setscheduler(native_id, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, os.sched_param(priority))
+        return f"SCHED_FIFO priority {priority}"
+    except (OSError, AttributeError) as error:
+        return _refused(priority, error)
+
+
+def _refused(priority: int, error: Exception) -> str:
+    return (f"normal: SCHED_FIFO {priority} refused ({error}); "
+            "grant CAP_SYS_NICE or an rtprio limit to the user running the bridge")
 
 
 def next_deadline(previous: float, now: float, period: float) -> tuple[float, int]:

@@ -34,7 +34,7 @@ class BridgeSettings:
     lcm_receive_buffer_bytes: int = 4194304  # recv_buf_size added to a udpm URL without one (capped by rmem_max)
     command_loop_stall_ms: float = 250.0  # no command cycle for this long: status fault
     command_realtime_priority: int = 50  # SCHED_FIFO priority of the 200 Hz command thread; 0 = normal scheduling
-    threads_realtime_priority: int = 48  # SCHED_FIFO priority of the LCM state and executor threads; 0 = normal
+    threads_realtime_priority: int = 48  # real mode: SCHED_FIFO priority of the LCM state and executor threads; 0 = normal
     camera_stall_timeout_ms: float = 500.0  # active camera source silent this long: fault
     camera_max_future_ms: float = 500.0  # a frame stamped further ahead of this node's clock is rejected
     velocity_scale: float = 1.0  # fraction of the URDF velocity limits allowed per command step

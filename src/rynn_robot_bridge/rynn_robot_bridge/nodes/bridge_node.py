@@ -60,7 +60,7 @@ from rynn_robot_bridge.bridge.commander import RobotCommander
 from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
 from rynn_robot_bridge.bridge.lcm_link import LcmRobotLink, receive_buffer_note, with_receive_buffer
 from rynn_robot_bridge.bridge.mode import Mode
-from rynn_robot_bridge.bridge.rate_loop import FixedRateThread, request_realtime
+from rynn_robot_bridge.bridge.rate_loop import FixedRateThread, set_thread_scheduling
 from rynn_robot_bridge.bridge.settings import BridgeSettings
 from rynn_robot_bridge.config import LcmSettings
 from rynn_robot_bridge.image_layout import read_image_header
@@ -123,8 +123,7 @@ class BridgeNode(Node):
         create_steady_timer(self, 1.0 / settings.status_rate_hz, self._publish_status)
 
         self.link = LcmRobotLink(with_receive_buffer(lcm_settings.url, settings.lcm_receive_buffer_bytes),
-                                 lcm_settings.command_channel, lcm_settings.state_channel, self._on_robot_state,
-                                 realtime_priority=settings.threads_realtime_priority)
+                                 lcm_settings.command_channel, lcm_settings.state_channel, self._on_robot_state)
         self.command_loop = FixedRateThread(lcm_settings.command_rate_hz, self._command_cycle, name="lcm_commands",
                                             on_error=self._on_command_cycle_error,
                                             realtime_priority=settings.command_realtime_priority)
@@ -133,19 +132,20 @@ class BridgeNode(Node):
         self._publish_mode(start_mode)
         self.link.start()
         self.command_loop.start()
-        # The executor's thread is the one creating this node (rynn_common.node_runner); asked last, so that no
-        # thread this one starts inherits it.
-        self.executor_scheduling = request_realtime(settings.threads_realtime_priority)
+        # The executor's thread is the one creating this node (rynn_common.node_runner); scheduled after the
+        # threads above start, so that none of them inherits it.
+        self._threads_priority = settings.threads_realtime_priority
+        self._mode_scheduled_threads = {"LCM state": self.link.native_id, "executor": threading.get_native_id()}
+        self.thread_scheduling: dict[str, str] = {}
+        self._schedule_threads(start_mode)
         self.get_logger().info(
             f"bridge up in {start_mode.label} mode; LCM {lcm_settings.url} "
             f"(commands {lcm_settings.command_channel} at {lcm_settings.command_rate_hz:g} Hz, "
-            f"thread {self.command_loop.scheduling}; state {lcm_settings.state_channel}, thread {self.link.scheduling}; "
-            f"executor thread {self.executor_scheduling})"
+            f"thread {self.command_loop.scheduling}; state {lcm_settings.state_channel}; "
+            f"threads in {start_mode.label} mode: {', '.join(f'{n} {s}' for n, s in self.thread_scheduling.items())})"
         )
-        for thread, scheduling in (("command", self.command_loop.scheduling), ("LCM state", self.link.scheduling),
-                                   ("executor", self.executor_scheduling)):
-            if scheduling.startswith("normal:"):
-                self.get_logger().warning(f"{thread} thread: {scheduling}")
+        if self.command_loop.scheduling.startswith("normal:"):
+            self.get_logger().warning(f"command thread: {self.command_loop.scheduling}")
 
     def _declare_parameters(self) -> tuple[BridgeSettings, LcmSettings]:
         """bridge.yaml's keys as parameters (``config_file``), and robot.yaml's ``lcm`` section as
@@ -275,6 +275,7 @@ class BridgeNode(Node):
             if accepted:
                 self.router.switch(mode, now)
                 self._publish_mode(mode)
+                self._schedule_threads(mode)
         response.success, response.message = accepted, message
         # Two call sites on purpose: rclpy refuses a second severity at one logging call site.
         if accepted:
@@ -285,6 +286,18 @@ class BridgeNode(Node):
 
     def _publish_mode(self, mode: Mode) -> None:
         self.mode_pub.publish(String(data=mode.label))
+
+    def _schedule_threads(self, mode: Mode) -> None:
+        """Real mode: the LCM state and executor threads at SCHED_FIFO (``threads_realtime_priority``), so none
+        holding the interpreter lock the command thread waits for is preempted by the rest of the graph; digital
+        mode commands nothing and they stay normal, leaving the CPU to the world model."""
+        priority = self._threads_priority if mode == Mode.REAL else 0
+        self.thread_scheduling = {name: set_thread_scheduling(native_id, priority)
+                                  for name, native_id in self._mode_scheduled_threads.items()}
+        refused = [f"{name} thread: {scheduling}" for name, scheduling in self.thread_scheduling.items()
+                   if scheduling.startswith("normal:")]
+        if refused:
+            self.get_logger().warning("; ".join(refused))
 
     def _publish_status(self) -> None:
         now = time.monotonic()
