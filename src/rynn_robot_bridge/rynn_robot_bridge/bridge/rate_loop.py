@@ -30,30 +30,24 @@ def request_realtime(priority: int) -> str:
     thread is scheduled now and, where the kernel refused, why."""
     if priority <= 0:
         return "normal (realtime_priority 0)"
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
-        return f"SCHED_FIFO priority {priority}"
-    except (OSError, AttributeError) as error:
-        return _refused(priority, error)
+    return set_thread_scheduling(0, priority, reset_on_fork=False)
 
 
-def set_thread_scheduling(native_id: int, priority: int) -> str:
+def set_thread_scheduling(native_id: int, priority: int, reset_on_fork: bool = True) -> str:
     """SCHED_FIFO at ``priority`` (> 0), else normal scheduling, for the thread ``native_id`` of this process
-    (``threading.get_native_id()``); return how it is scheduled now and why. Threads it starts while at FIFO
-    start normal (SCHED_RESET_ON_FORK): an executor's helper threads must not inherit the priority."""
+    (``threading.get_native_id()``; 0: the calling thread); return how it is scheduled now and why. With
+    ``reset_on_fork`` threads it starts while at FIFO start normal (SCHED_RESET_ON_FORK): an executor's helper
+    threads must not inherit the priority."""
     try:
         if priority <= 0:
             os.sched_setscheduler(native_id, os.SCHED_OTHER, os.sched_param(0))
             return "normal"
-        os.sched_setscheduler(native_id, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, os.sched_param(priority))
+        policy = os.SCHED_FIFO | (os.SCHED_RESET_ON_FORK if reset_on_fork else 0)
+        os.sched_setscheduler(native_id, policy, os.sched_param(priority))
         return f"SCHED_FIFO priority {priority}"
     except (OSError, AttributeError) as error:
-        return _refused(priority, error)
-
-
-def _refused(priority: int, error: Exception) -> str:
-    return (f"normal: SCHED_FIFO {priority} refused ({error}); "
-            "grant CAP_SYS_NICE or an rtprio limit to the user running the bridge")
+        return (f"normal: SCHED_FIFO {priority} refused ({error}); "
+                "grant CAP_SYS_NICE or an rtprio limit to the user running the bridge")
 
 
 def next_deadline(previous: float, now: float, period: float) -> tuple[float, int]:
