@@ -166,15 +166,18 @@ def test_escapes_after_fruitless_ones_still_lower_the_error_so_the_stop_is_off_b
     assert worse >= 2
 
 
-def test_clamp_and_solve_linear_give_numpys_numbers_bit_for_bit():
-    """The solvers' fast paths must not move the command by a bit."""
+def test_clamp_gives_numpys_numbers_bit_for_bit_and_solve_linear_numpys_to_rounding():
+    """The solvers' fast paths must not move the command. numpy and scipy each bundle their own OpenBLAS,
+    which picks its kernels by CPU: on an AVX-512 machine the same gesv differs in the last bits (3.5e-16
+    of the solution's scale seen), so the solve is held to rounding, not to numpy's bits."""
     rng = np.random.default_rng(5)
     for _ in range(200):
         values, low = rng.normal(size=20), -np.abs(rng.normal(size=20))
         assert np.array_equal(clamp(values, low, -low), np.clip(values, low, -low))
         jacobian = rng.normal(size=(57, 20))
         hessian, rhs = jacobian.T @ jacobian + 1e-4 * np.eye(20), rng.normal(size=20)
-        assert np.array_equal(solve_linear(hessian, rhs), np.linalg.solve(hessian, rhs))
+        expected = np.linalg.solve(hessian, rhs)
+        np.testing.assert_allclose(solve_linear(hessian, rhs), expected, rtol=0, atol=1e-14 * np.abs(expected).max())
     assert np.isnan(clamp(np.array([np.nan, 2.0]), np.zeros(2), np.ones(2))).tolist() == [True, False]
     with pytest.raises(np.linalg.LinAlgError):
         solve_linear(np.zeros((3, 3)), np.ones(3))
