@@ -7,9 +7,9 @@ publishes ``--samples`` synthetic operator samples at ``--rate`` Hz (0: as fast 
 tracker message and one glove message (``publish_frame`` of each node), while an executor thread spins
 the nodes (it delivers whatever the retarget node still receives over DDS). Printed: CPU microseconds
 per sample of the publishing thread and of the executor thread (``time.thread_time``) and of the
-recorder-like subscriber process, so the figure does not depend on how busy the machine is. The
-retarget worker and the 200 Hz loop are not counted (they cost per second, not per message;
-bench_node_cpu.py measures them).
+recorder-like subscriber process, so the figure does not depend on how busy the machine is; and of the
+whole composed process (``time.process_time``: the retarget worker and the 200 Hz loop too, which cost per
+second rather than per message, and the worker's conversion of the samples it takes).
 
 ``--dds-rates 0,30`` measures, side by side in each repeat, the composed publishers putting every sample
 on DDS (0) and at most 30 a second (the tracker and glove nodes' ``dds_rate_hz``; every sample still
@@ -135,14 +135,15 @@ def measure(options, connect_local, listener: CpuMeter) -> None:
                     for publisher in (tracker.publisher, glove.publisher):
                         publisher.dds_interval_s = 1.0 / dds_rate if dds_rate > 0 else 0.0
                 if hasattr(retarget, "on_trackers"):  # a subscription without on_sample gets the message
-                    retarget.tf_input.on_sample = retarget.on_trackers if delivery == "samples" else None
+                    on_trackers_sample = getattr(retarget, "on_trackers_sample", retarget.on_trackers)  # older trees
+                    retarget.tf_input.on_sample = on_trackers_sample if delivery == "samples" else None
                     retarget.hands_input.on_sample = retarget.on_hands_sample if delivery == "samples" else None
                 spinning = True
                 thread = threading.Thread(target=spin)
                 thread.start()
                 accepted_before = retarget.stats.snapshot().dropped.get("superseded_tracker_sample", 0)
                 listener.start()
-                start = time.thread_time()
+                start, process_start = time.thread_time(), time.process_time()
                 next_sample = time.monotonic()
                 for frame in frames:
                     tracker.publish_frame(frame)
@@ -151,7 +152,7 @@ def measure(options, connect_local, listener: CpuMeter) -> None:
                     delay = next_sample - time.monotonic()
                     if delay > 0:
                         time.sleep(delay)
-                publishing = time.thread_time() - start
+                publishing, process = time.thread_time() - start, time.process_time() - process_start
                 time.sleep(1.0)  # let the executor and the listener take what DDS still delivers
                 spinning = False
                 thread.join()
@@ -160,7 +161,9 @@ def measure(options, connect_local, listener: CpuMeter) -> None:
                 per_sample = 1e6 / options.samples
                 print(f"repeat {repeat}: {label}publishing thread {publishing * per_sample:7.1f} us/sample, executor thread "
                       f"{executor_cpu[0] * per_sample:7.1f}, composed total {(publishing + executor_cpu[0]) * per_sample:7.1f}"
-                      f" us/sample; recorder-like subscriber {listener_cpu * per_sample:7.1f} us/sample; retarget node "
+                      f" us/sample; whole process {process * per_sample:7.1f} us/sample (its solver, 200 Hz loop and"
+                      f" conversions of the samples it takes included); recorder-like subscriber"
+                      f" {listener_cpu * per_sample:7.1f} us/sample; retarget node "
                       f"took {superseded} samples in (superseded: it received them)", flush=True)
     finally:
         for node in reversed(nodes):

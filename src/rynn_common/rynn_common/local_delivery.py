@@ -9,7 +9,8 @@ object for the duration of the call: it may read it, not keep or change it (publ
 
 ``publish_sample`` hands a linked subscription's ``on_sample`` a ROS-free sample (what the message would
 carry) instead of the message, and builds the message only for DDS: the glove and tracker nodes build no
-Python message for the samples only the retarget node takes.
+Python message for the samples only the retarget node takes. Their samples are callables that compute
+those fields, so the retarget node converts only the ones its worker takes (at most 30 of 120 a second).
 
 Linked, a publisher given ``dds_rate_hz`` puts at most that many messages a second on DDS (every one
 still goes in-process): the 120 Hz operator samples feed the in-process solver one by one, while the

@@ -2,7 +2,8 @@
 same 54-D actions and 200 Hz commands.
 
 Composed (the graph's operator container), the tracker and glove nodes hand each sample to the retarget
-node in-process as the fields their messages would carry, building no message; in separate processes
+node in-process as the fields their messages would carry, building no message, converted only when the
+retarget worker takes the sample (here every one: the test waits for it); in separate processes
 the retarget node reads the messages from DDS. Here one tracker and one glove node publish a recorded
 synthetic stream (hands with lost joints, zero confidences and invalid hands included) to two retarget
 nodes at once, one linked in-process, one reading DDS only, over real rclpy and DDS; every sample
@@ -45,17 +46,20 @@ def recorded_stream():
 def capture(node) -> tuple[dict, dict]:
     """Every tracker sample (stamp -> poses) and hand sample (stamp -> arrays) the node takes in."""
     trackers, hands = {}, {}
-    offer_frame, accept_hands = node.offer_frame, node.accept_hands
+    tracker_frame, accept_hands = node.tracker_frame, node.accept_hands
 
-    def offered(frame, order):
-        trackers[frame.stamp] = {name: pose.copy() for name, pose in frame.trackers.items()}
-        offer_frame(frame, order)
+    def taken(transforms):
+        result = tracker_frame(transforms)
+        if result is not None:
+            frame = result[0]
+            trackers[frame.stamp] = {name: pose.copy() for name, pose in frame.trackers.items()}
+        return result
 
-    def accepted(arrays, stamp):
+    def accepted(arrays, stamp, received=None):
         hands[stamp] = {key: np.array(arrays[key]) for key in ("joints", "confidence", "valid")}
-        accept_hands(arrays, stamp)
+        accept_hands(arrays, stamp, received)
 
-    node.offer_frame, node.accept_hands = offered, accepted
+    node.tracker_frame, node.accept_hands = taken, accepted
     return trackers, hands
 
 
@@ -113,9 +117,10 @@ def test_composed_samples_and_dds_messages_give_the_same_actions(ros_node):
         streamed = lambda taken: {stamp: value for stamp, value in taken.copy().items() if stamp >= start}  # noqa: E731
         counts = lambda: [len(streamed(taken)) for taken in (*composed_in, *separate_in)]  # noqa: E731
         for i, frame in enumerate(recorded_stream()):
+            glove.publish_frame(frame)  # first: the composed node converts its hands when it takes the trackers
             tracker.publish_frame(frame)
-            glove.publish_frame(frame)
-            # in step with the DDS reader (its hands input keeps 10): a starved test process loses no sample
+            # in step with both (the composed node converts only the samples its worker takes, the DDS reader's
+            # hands input keeps 10): a starved test process loses no sample
             assert wait_until(lambda i=i: counts() == [i + 1] * 4, 60.0), (i, counts())
         composed_in, separate_in = [tuple(streamed(taken) for taken in node_in) for node_in in (composed_in, separate_in)]
         assert composed.tf_input.linked and not separate.tf_input.linked

@@ -55,9 +55,12 @@ class GloveNode(OperatorInputNode):
             )
             return self.message
 
-        # the fields that message would carry, as its readers' arrays (one rule each: rynn_common)
-        hands = [hand_arrays(*hand_skeleton_fields(hand.points, hand.confidence, hand.valid)) for hand in (left, right)]
-        self.publisher.publish_sample(HandsSample(seconds_from_time(stamp), bimanual_arrays(hands)), message)
+        def sample() -> HandsSample:  # the fields that message would carry, as its readers' arrays (one rule each:
+            # rynn_common); called by the retarget node only for a sample it takes
+            hands = [hand_arrays(*hand_skeleton_fields(hand.points, hand.confidence, hand.valid)) for hand in (left, right)]
+            return HandsSample(seconds_from_time(stamp), bimanual_arrays(hands))
+
+        self.publisher.publish_sample(sample, message)
 
 
 COMPONENT = GloveNode  # what a container (rynn_world.launcher.container) instantiates

@@ -7,9 +7,11 @@ superseded before the worker got to it is
 dropped and counted, so latency never grows with a backlog. A dedicated 200 Hz
 loop (not an executor timer, for low jitter) publishes the Ruckig-smoothed
 command even when trackers arrive at 100-120 Hz or stall. Composed with the tracker and glove
-nodes in one process (the graph's operator container), every one of their samples reaches ``on_trackers``
-and ``on_hands_sample`` in-process, on their feed threads, as the fields their messages would carry: no
-message built, serialised or deserialised for it (rynn_common.local_delivery; DDS gets <= 30 a second).
+nodes in one process (the graph's operator container), every one of their samples reaches
+``on_trackers_sample`` and ``on_hands_sample`` in-process, on their feed threads: no message built,
+serialised or deserialised for it (rynn_common.local_delivery; DDS gets <= 30 a second). Such a sample is a
+callable giving the fields its message would carry, called only for the samples the worker takes (at most
+``max_solve_rate_hz`` of the feeds' 120 a second): a superseded one costs a reference swap.
 
 Publishes
 - ``/rynn/action`` (RobotAction, frame base_link), 200 Hz; ``sequence`` numbers the control periods: a
@@ -33,6 +35,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from typing import Callable
 
 import numpy as np
 import rclpy
@@ -104,6 +107,8 @@ class RetargetNode(Node):
         self.last_accepted = float("-inf")  # monotonic time of the last retargeted sample
         self.stale_after = self.pipeline.config.guard.stale_after_s
         self.hands: dict | None = None  # latest glove sample as arrays + receive time
+        self.deferred_hands: tuple[Callable[[], HandsSample], float] | None = None  # in-process, not yet converted
+        self.hands_lock = threading.Lock()  # deferred_hands: the glove's feed thread and the worker
         self.last_frame: OperatorFrame | None = None
         # Each input stream's stamps: advancing, and bounded against this node's clock (never latch).
         self.tf_stamps = StampBound(self.pipeline.config.guard.max_future_s)
@@ -111,8 +116,9 @@ class RetargetNode(Node):
         self.stamp_loggers = {stream: self.get_logger().get_child(stream) for stream in ("tf", "hands")}  # own throttles
         # on_tf/on_hands run on the executor thread and, composed, on the tracker/glove feed threads too
         self.stamps_lock = threading.Lock()
-        # newest tracker sample not yet retargeted, with the tf order it was accepted in (tf_stamps.restarts)
-        self.pending: tuple[OperatorFrame, int] | None = None
+        # newest tracker sample not yet retargeted: with the tf order it was accepted in (tf_stamps.restarts), or
+        # an in-process sample not yet converted (tracker_frame makes the first of the second)
+        self.pending: tuple[OperatorFrame, int] | Callable[[], list[TrackerTransform]] | None = None
         self.guard_order = 0  # the tf order the pipeline's guard is in
         self.pending_ready = threading.Condition()
 
@@ -129,7 +135,7 @@ class RetargetNode(Node):
         self.tf_input = LocalSubscription(self, TFMessage, TF_TOPIC, self.on_tf, TF_QOS,
                                           required_bytes=self.world_frame.encode(),
                                           on_malformed=lambda error: self.on_malformed("tf", error),
-                                          on_sample=self.on_trackers)
+                                          on_sample=self.on_trackers_sample)
         self.hands_input = LocalSubscription(self, BimanualSkeleton, settings.hands_topic, self.on_hands, LIVE_QOS,
                                              on_malformed=lambda error: self.on_malformed("hands", error),
                                              on_sample=self.on_hands_sample)
@@ -160,14 +166,26 @@ class RetargetNode(Node):
             return
         self.accept_hands(arrays, seconds_from_time(msg.header.stamp))
 
-    def on_hands_sample(self, sample: HandsSample) -> None:
-        self.accept_hands(sample.arrays, sample.stamp)
+    def on_hands_sample(self, sample: Callable[[], HandsSample]) -> None:
+        """In-process: the newest glove sample, converted when a tracker sample takes it (``current_hands``)."""
+        with self.hands_lock:
+            self.deferred_hands = (sample, time.monotonic())
 
-    def accept_hands(self, arrays: dict, stamp: float) -> None:
+    def accept_hands(self, arrays: dict, stamp: float, received: float | None = None) -> None:
         if not self.stamp_accepted(self.hands_stamps, "hands", stamp):
             return
-        arrays["received"] = time.monotonic()
+        arrays["received"] = time.monotonic() if received is None else received
         self.hands = arrays
+
+    def current_hands(self) -> dict | None:
+        """The newest accepted glove sample; an in-process one still deferred is converted and checked first."""
+        with self.hands_lock:
+            deferred, self.deferred_hands = self.deferred_hands, None
+        if deferred is not None:
+            sample, received = deferred
+            taken = sample()
+            self.accept_hands(taken.arrays, taken.stamp, received)
+        return self.hands
 
     def on_tf(self, msg: TFMessage) -> None:
         transforms = []
@@ -180,6 +198,18 @@ class RetargetNode(Node):
         self.on_trackers(transforms)
 
     def on_trackers(self, transforms: list[TrackerTransform]) -> None:
+        taken = self.tracker_frame(transforms)
+        if taken is not None:
+            self.offer(taken)
+
+    def on_trackers_sample(self, sample: Callable[[], list[TrackerTransform]]) -> None:
+        """In-process: the newest tracker sample for the worker, which converts it (``tracker_frame``) if it takes it."""
+        self.offer(sample)
+
+    def tracker_frame(self, transforms: list[TrackerTransform]) -> tuple[OperatorFrame, int] | None:
+        """An operator sample from a /tf message's tracker transforms, with the newest hands; and the tf order its
+        stamp was accepted in. None when it is no operator sample (other TF traffic, a partial or invalid one) or
+        its stamp is refused (counted)."""
         trackers = {}
         stamp = None
         for transform in transforms:
@@ -193,12 +223,12 @@ class RetargetNode(Node):
             trackers[name] = pose
             stamp = transform.stamp
         if "chest" not in trackers:
-            return  # not an operator sample (other TF traffic, or a partial/invalid one)
+            return None
         if not self.stamp_accepted(self.tf_stamps, "tf", stamp):
-            return
+            return None
         order = self.tf_stamps.restarts
         frame = OperatorFrame(stamp=stamp, trackers=trackers)
-        hands = self.hands
+        hands = self.current_hands()
         if hands is not None and time.monotonic() - hands["received"] <= self.hands_timeout:
             for index, side in enumerate(SIDES):
                 setattr(
@@ -208,14 +238,14 @@ class RetargetNode(Node):
                 )
         elif hands is not None:
             self.stats.drop("stale_hands")
-        self.offer_frame(frame, order)
+        return frame, order
 
-    def offer_frame(self, frame: OperatorFrame, order: int) -> None:
+    def offer(self, pending: tuple[OperatorFrame, int] | Callable[[], list[TrackerTransform]]) -> None:
         """The newest tracker sample for the worker (latest wins: the one it replaces is counted)."""
         with self.pending_ready:
             if self.pending is not None:
                 self.stats.drop("superseded_tracker_sample")
-            self.pending = (frame, order)
+            self.pending = pending
             self.pending_ready.notify()
 
     def on_malformed(self, stream: str, error: ValueError) -> None:
@@ -253,6 +283,8 @@ class RetargetNode(Node):
             with self.pending_ready:
                 self.pending_ready.wait_for(lambda: self.pending is not None or not self._running, timeout=0.1)
                 pending, self.pending = self.pending, None
+            if callable(pending):  # an in-process sample, converted now that it is taken
+                pending = self.tracker_frame(pending())
             frame = None
             if pending is not None:
                 frame, order = pending

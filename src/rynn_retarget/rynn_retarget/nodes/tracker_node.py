@@ -52,8 +52,11 @@ class TrackerNode(OperatorInputNode):
             return self.message
 
         seconds = seconds_from_time(stamp)
-        sample = [TrackerTransform(parent, child, seconds, tuple(translation), tuple(rotation))
-                  for (parent, child), translation, rotation in zip(frames, *transform_fields(matrices))]
+
+        def sample() -> list[TrackerTransform]:  # called by the retarget node only for a sample it takes
+            return [TrackerTransform(parent, child, seconds, tuple(translation), tuple(rotation))
+                    for (parent, child), translation, rotation in zip(frames, *transform_fields(matrices))]
+
         self.publisher.publish_sample(sample, message)
 
 
