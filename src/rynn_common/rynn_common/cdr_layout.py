@@ -1,5 +1,6 @@
-"""Fixed-layout messages written straight as CDR bytes (ROS-free): the 200 Hz command and the 100 Hz joint states;
-and the command's positions read straight from its bytes.
+"""Fixed-layout messages written straight as CDR bytes (ROS-free): the 200 Hz command and the 100 Hz joint states,
+/tf of fixed frames (the trackers, the robot's links) and the hand skeletons; and the command's positions read
+straight from its bytes.
 
 A JointState with 54 fixed names, or a RobotAction, built as a Python message and serialised costs
 40-50 us (54 strings and three float lists converted per message); the same bytes filled into a
@@ -105,6 +106,77 @@ class RobotActionLayout(_Stamped):
         self._stamp(stamp_ns)
         self._positions[:] = positions
         struct.pack_into("<Q", self.buffer, self._sequence, int(sequence))
+        return bytes(self.buffer)
+
+
+class TfMessageLayout:
+    """tf2_msgs/TFMessage of fixed (parent, child) ``frames``, every transform under one stamp: the robot's 54 links
+    at 20 Hz and the operator's 5 trackers at 30 Hz, without a TransformStamped built, filled and serialised each."""
+
+    def __init__(self, frames: list[tuple[str, str]]):
+        writer = _Writer()
+        writer.uint32(len(frames))
+        stamps, values = [], []
+        for parent, child in frames:
+            stamps.append(writer.space(8, 4))  # header.stamp
+            writer.string(parent)
+            writer.string(child)
+            values.append(writer.space(56, 8))  # translation x, y, z; rotation x, y, z, w
+        self.frames = [tuple(frame) for frame in frames]
+        self.buffer = writer.buffer
+        body = len(self.buffer) - len(ENCAPSULATION)  # offsets below count from the body, where alignment does
+        self._words = np.frombuffer(self.buffer, dtype="<u4", count=body // 4, offset=len(ENCAPSULATION))
+        self._doubles = np.frombuffer(self.buffer, dtype="<f8", count=body // 8, offset=len(ENCAPSULATION))
+        self._sec = np.array([(offset - len(ENCAPSULATION)) // 4 for offset in stamps], dtype=np.intp)
+        self._values = (np.array([(offset - len(ENCAPSULATION)) // 8 for offset in values], dtype=np.intp)[:, None]
+                        + np.arange(7))
+
+    def pack(self, stamp_ns: int, translations: np.ndarray, rotations_xyzw: np.ndarray) -> bytes:
+        """The message's bytes for (n, 3) translations and (n, 4) quaternions (``ValueError`` for another n)."""
+        sec, nanosec = divmod(int(stamp_ns), NS_PER_S)  # as rclpy's Time.to_msg
+        self._words[self._sec] = sec & 0xFFFFFFFF  # int32, two's complement
+        self._words[self._sec + 1] = nanosec
+        self._doubles[self._values] = np.concatenate((translations, rotations_xyzw), axis=1)
+        return bytes(self.buffer)
+
+
+HAND_POINTS = 21
+
+
+class BimanualSkeletonLayout(_Stamped):
+    """rynn_teleop_msgs/BimanualSkeleton in ``frame_id``, each hand in its own frame (its HandSkeleton's header, under
+    the same stamp): two hands of 21 points, confidences and a valid flag, and two optional elbows."""
+
+    def __init__(self, frame_id: str, left_frame_id: str, right_frame_id: str):
+        super().__init__(frame_id)
+        writer = self._writer
+        hands = []
+        for side, hand_frame in enumerate((left_frame_id, right_frame_id)):  # HandSkeleton.LEFT = 0, RIGHT = 1
+            stamp = writer.space(8, 4)
+            writer.string(hand_frame)
+            writer.buffer[writer.space(1, 1)] = side
+            hands.append((stamp, writer.space(8 * 3 * HAND_POINTS, 8), writer.space(4 * HAND_POINTS, 4), writer.space(1, 1)))
+        elbows = writer.space(8 * 6, 8)  # left_elbow, right_elbow: geometry_msgs/Point
+        self._elbows_valid = writer.space(2, 1)
+        self._finish()
+        self._hands = [(stamp, self._doubles(points, 3 * HAND_POINTS),
+                        np.frombuffer(self.buffer, dtype="<f4", count=HAND_POINTS, offset=confidence), valid)
+                       for stamp, points, confidence, valid in hands]
+        self._elbows = self._doubles(elbows, 6)
+
+    def pack(self, stamp_ns: int, hands, elbows) -> bytes:
+        """``hands``: (points (21, 3), confidence (21,), valid) of the left then the right hand, as a HandSkeleton
+        carries them (rynn_common.ros_conversions.hand_skeleton_fields); ``elbows``: ((x, y, z), valid) of each."""
+        self._stamp(stamp_ns)
+        stamp = bytes(self.buffer[4:12])
+        for (stamp_offset, points_view, confidence_view, valid_offset), (points, confidence, valid) in zip(self._hands, hands):
+            self.buffer[stamp_offset:stamp_offset + 8] = stamp
+            points_view[:] = np.reshape(points, -1)
+            confidence_view[:] = confidence
+            self.buffer[valid_offset] = bool(valid)
+        (left, left_valid), (right, right_valid) = elbows
+        self._elbows[:3], self._elbows[3:] = left, right
+        self.buffer[self._elbows_valid], self.buffer[self._elbows_valid + 1] = bool(left_valid), bool(right_valid)
         return bytes(self.buffer)
 
 

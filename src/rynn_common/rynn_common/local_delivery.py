@@ -74,8 +74,9 @@ class LocalPublisher:
 
     def publish_sample(self, sample, make_message: Callable[[], object]) -> None:
         """Linked subscriptions given ``on_sample`` get ``sample``, what the message would carry without the
-        message (the others the message); ``make_message()`` builds the message only when one goes out (on DDS,
-        or to a subscription without ``on_sample``): the operator samples need no Python message in-process."""
+        message (the others the message); ``make_message()`` builds the message, or its serialised bytes, only
+        when one goes out (on DDS, or to a subscription without ``on_sample``, which gets bytes deserialised):
+        the operator samples need no Python message in-process."""
         if not self.local_subscriptions:
             self.publisher.publish(make_message())
             return
@@ -85,7 +86,7 @@ class LocalPublisher:
                 subscription.on_sample(sample)
             else:
                 msg = make_message() if msg is None else msg
-                subscription.callback(msg)
+                subscription.callback(deserialize(msg, self.msg_type) if isinstance(msg, bytes) else msg)
 
     def _publish_linked(self, make_message: Callable[[], object]):
         """Linked: the message on DDS when due (its copies announced to the linked subscriptions); it, or None."""
@@ -93,7 +94,8 @@ class LocalPublisher:
             self.dds_skipped += 1
             return None
         msg = make_message()
-        data = serialize_message(msg)  # what publish(msg) does inside; the DDS copies carry these bytes
+        # what publish(msg) does inside; the DDS copies carry these bytes
+        data = msg if isinstance(msg, bytes) else serialize_message(msg)
         for subscription in self.local_subscriptions:
             subscription.expect_copy(data)
         self.publisher.publish(data)

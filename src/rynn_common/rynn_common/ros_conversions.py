@@ -16,6 +16,7 @@ from std_msgs.msg import Header
 from tf2_msgs.msg import TFMessage
 
 from rynn_common.action_layout import validate_action
+from rynn_common.cdr_layout import BimanualSkeletonLayout, TfMessageLayout
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.ros_names import BASE_FRAME
 from rynn_common.rotations import quaternions_xyzw
@@ -24,14 +25,37 @@ NUM_HAND_JOINTS = 21
 SIDE_CODES = {"left": HandSkeleton.LEFT, "right": HandSkeleton.RIGHT}
 
 
+def _sec_nanosec(seconds: float) -> tuple[int, int]:
+    """Whole seconds and nanoseconds of float seconds (the fraction taken apart: an epoch stamp in nanoseconds
+    would lose ~256 ns to float64); a fraction that rounds up to a full second carries into it."""
+    sec = int(np.floor(seconds))
+    nanosec = int(round((seconds - sec) * 1e9))
+    return (sec + 1, nanosec - 1_000_000_000) if nanosec >= 1_000_000_000 else (sec, nanosec)
+
+
 def time_from_seconds(seconds: float) -> Time:
     """A builtin_interfaces/Time from float seconds (e.g. a synthetic clock)."""
-    sec = int(np.floor(seconds))
-    return Time(sec=sec, nanosec=int(round((seconds - sec) * 1e9)) % 1_000_000_000)
+    sec, nanosec = _sec_nanosec(seconds)
+    return Time(sec=sec, nanosec=nanosec)
+
+
+def stamp_ns_from_seconds(seconds: float) -> int:
+    """``time_from_seconds``'s stamp in nanoseconds (what a preformatted message's ``pack`` takes)."""
+    sec, nanosec = _sec_nanosec(seconds)
+    return sec * 1_000_000_000 + nanosec
 
 
 def seconds_from_time(stamp: Time) -> float:
-    return stamp.sec + stamp.nanosec * 1e-9
+    return _seconds(stamp.sec, stamp.nanosec)
+
+
+def seconds_from_ns(stamp_ns: int) -> float:
+    """What ``seconds_from_time`` reads from the message a stamp of ``stamp_ns`` goes out in."""
+    return _seconds(*divmod(int(stamp_ns), 1_000_000_000))
+
+
+def _seconds(sec: int, nanosec: int) -> float:
+    return sec + nanosec * 1e-9
 
 
 def make_header(stamp: Time | float, frame_id: str) -> Header:
@@ -54,30 +78,40 @@ def robot_action_to_array(msg: RobotAction) -> np.ndarray:
     return validate_action(msg.positions)
 
 
-def make_tf_message(frames: list[tuple[str, str]], matrices, stamp: Time, reuse: TFMessage | None = None) -> TFMessage:
-    """A TFMessage of the (parent, child) ``frames`` at their (n, 4, 4) poses, all stamped ``stamp``.
-
-    ``reuse``, when it holds the same frames in the same order, is refilled in place (building 54
-    TransformStamped anew took 2.3 ms a message, refilling 0.17): trackers and robot TF go out at 20-120 Hz.
-    """
-    if reuse is None or [(m.header.frame_id, m.child_frame_id) for m in reuse.transforms] != frames:
-        reuse = TFMessage(transforms=[TransformStamped(header=Header(frame_id=parent), child_frame_id=child)
-                                      for parent, child in frames])
+def make_tf_message(frames: list[tuple[str, str]], matrices, stamp: Time) -> TFMessage:
+    """A TFMessage of the (parent, child) ``frames`` at their (n, 4, 4) poses, all stamped ``stamp`` (what goes
+    out at 20-120 Hz is packed as bytes instead: ``tf_message_bytes``)."""
     translations, rotations = transform_fields(matrices)
     if len(translations) != len(frames):
         raise ValueError(f"{len(frames)} frames but {len(translations)} poses")
-    for message, (x, y, z), (qx, qy, qz, qw) in zip(reuse.transforms, translations, rotations):
-        message.header.stamp = stamp
-        translation, rotation = message.transform.translation, message.transform.rotation
+    transforms = []
+    for (parent, child), (x, y, z), (qx, qy, qz, qw) in zip(frames, translations, rotations):
+        transform = TransformStamped(header=Header(stamp=stamp, frame_id=parent), child_frame_id=child)
+        translation, rotation = transform.transform.translation, transform.transform.rotation
         translation.x, translation.y, translation.z = x, y, z
         rotation.x, rotation.y, rotation.z, rotation.w = qx, qy, qz, qw
-    return reuse
+        transforms.append(transform)
+    return TFMessage(transforms=transforms)
+
+
+def transform_arrays(matrices) -> tuple[np.ndarray, np.ndarray]:
+    """What the TransformStamped of (n, 4, 4) poses carry: (n, 3) translations, (n, 4) quaternions (x, y, z, w)."""
+    matrices = np.asarray(matrices, dtype=np.float64).reshape(-1, 4, 4)
+    return matrices[:, :3, 3], quaternions_xyzw(matrices[:, :3, :3])
 
 
 def transform_fields(matrices) -> tuple[list[list[float]], list[list[float]]]:
-    """What the TransformStamped of (n, 4, 4) poses carry: translations (x, y, z), quaternions (x, y, z, w)."""
-    matrices = np.asarray(matrices, dtype=np.float64).reshape(-1, 4, 4)
-    return matrices[:, :3, 3].tolist(), quaternions_xyzw(matrices[:, :3, :3]).tolist()
+    """``transform_arrays`` as lists of floats (what the message's fields take)."""
+    translations, rotations = transform_arrays(matrices)
+    return translations.tolist(), rotations.tolist()
+
+
+def tf_message_bytes(layout: TfMessageLayout, matrices, stamp_ns: int) -> bytes:
+    """``make_tf_message``'s message as its CDR bytes, for the frames of ``layout``: no message built."""
+    translations, rotations = transform_arrays(matrices)
+    if len(translations) != len(layout.frames):
+        raise ValueError(f"{len(layout.frames)} frames but {len(translations)} poses")
+    return layout.pack(stamp_ns, translations, rotations)
 
 
 def make_hand_skeleton(
@@ -143,17 +177,15 @@ def make_bimanual_skeleton(
     right_elbow=None,
     left_frame_id: str | None = None,
     right_frame_id: str | None = None,
-    reuse: BimanualSkeleton | None = None,
 ) -> BimanualSkeleton:
     """Both hands under one stamp; elbows are optional (None = unknown).
 
     Each hand is in ``frame_id`` unless its own frame is given (gloves report
-    wrist-relative points, each in its wrist tracker's frame). ``reuse``: refill this
-    message (a node's previous one) instead of building 2 x 21 Points anew.
+    wrist-relative points, each in its wrist tracker's frame). What goes out at 30 Hz
+    is packed as bytes instead, by the same rules: ``bimanual_skeleton_bytes``.
     """
     header = make_header(stamp, frame_id)
-    msg = BimanualSkeleton() if reuse is None else reuse
-    msg.header = header
+    msg = BimanualSkeleton(header=header)
     make_hand_skeleton(
         "left", left_joints, header.stamp, left_frame_id or frame_id, left_confidence, left_valid, into=msg.left
     )
@@ -161,19 +193,39 @@ def make_bimanual_skeleton(
         "right", right_joints, header.stamp, right_frame_id or frame_id, right_confidence, right_valid, into=msg.right
     )
     for side, elbow in (("left", left_elbow), ("right", right_elbow)):
-        point, ok = _optional_point(elbow)
-        setattr(msg, f"{side}_elbow", point)
+        (x, y, z), ok = elbow_fields(elbow)
+        setattr(msg, f"{side}_elbow", Point(x=float(x), y=float(y), z=float(z)))
         setattr(msg, f"{side}_elbow_valid", ok)
     return msg
 
 
-def _optional_point(values) -> tuple[Point, bool]:
+def bimanual_skeleton_bytes(
+    layout: BimanualSkeletonLayout,
+    left_joints,
+    right_joints,
+    stamp_ns: int,
+    left_confidence=None,
+    right_confidence=None,
+    left_valid: bool = True,
+    right_valid: bool = True,
+    left_elbow=None,
+    right_elbow=None,
+) -> bytes:
+    """``make_bimanual_skeleton``'s message as its CDR bytes, by the same field rules, in the frames of ``layout``:
+    no message (and none of its 42 Points) built and serialised."""
+    hands = (hand_skeleton_fields(left_joints, left_confidence, left_valid),
+             hand_skeleton_fields(right_joints, right_confidence, right_valid))
+    return layout.pack(stamp_ns, hands, (elbow_fields(left_elbow), elbow_fields(right_elbow)))
+
+
+def elbow_fields(values) -> tuple[np.ndarray, bool]:
+    """What an optional elbow carries: its (x, y, z) and valid; zeros and False when absent or not finite."""
     if values is None:
-        return Point(), False
+        return np.zeros(3), False
     arr = np.asarray(values, dtype=np.float64)
     if arr.shape != (3,) or not np.isfinite(arr).all():
-        return Point(), False
-    return Point(x=float(arr[0]), y=float(arr[1]), z=float(arr[2])), True
+        return np.zeros(3), False
+    return arr, True
 
 
 def make_teleop_status(stats: PipelineStats, source: str, mode: int, stamp: Time) -> TeleopStatus:

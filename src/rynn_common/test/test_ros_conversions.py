@@ -113,25 +113,36 @@ def test_tf_message_carries_each_pose_and_is_refilled_in_place_only_for_the_same
         np.testing.assert_allclose(xyz, pose[:3, 3])
         np.testing.assert_allclose(q, q_expected)
 
-    poses[1, :3, 3] = (0.25, 0.5, 0.75)
-    again = ros_conversions.make_tf_message(frames, poses, Time(sec=6), reuse=first)
-    assert again is first and [row[2] for row in read(again)] == [6, 6]
-    np.testing.assert_allclose(read(again)[1][4], [0.25, 0.5, 0.75])
-    other = ros_conversions.make_tf_message(frames[:1], poses[:1], Time(sec=7), reuse=first)
-    assert other is not first and [row[1] for row in read(other)] == ["operator_chest"]
     with pytest.raises(ValueError, match="2 frames but 1 poses"):
         ros_conversions.make_tf_message(frames, poses[:1], Time(sec=8))
 
 
-def test_a_refilled_bimanual_skeleton_equals_a_fresh_one_and_keeps_nothing_of_the_last():
+def test_a_packed_bimanual_skeleton_equals_a_fresh_message_and_keeps_nothing_of_the_one_packed_before():
+    from rclpy.serialization import deserialize_message
+    from rynn_teleop_msgs.msg import BimanualSkeleton
+
+    from rynn_common.cdr_layout import BimanualSkeletonLayout
+
     rng = np.random.default_rng(4)
     first_joints, joints = rng.normal(size=(2, 21, 3)), rng.normal(size=(2, 21, 3))
     joints[1, 5] = np.nan
-    last = ros_conversions.make_bimanual_skeleton(first_joints[0], first_joints[1], 1.0, "camera", left_elbow=[0.1, 0.2, 0.3],
-                                                  right_elbow=[0.4, 0.5, 0.6], left_confidence=np.full(21, 0.5))
-    arguments = dict(left_joints=joints[0], right_joints=joints[1], stamp=2.5, frame_id="camera", left_valid=False,
-                     right_elbow=[0.7, 0.8, 0.9], left_frame_id="left_wrist")
-    refilled = ros_conversions.make_bimanual_skeleton(**arguments, reuse=last)
-    assert refilled is last
-    assert refilled == ros_conversions.make_bimanual_skeleton(**arguments)  # every field (CDR padding bytes are not defined)
-    assert not refilled.left_elbow_valid and refilled.right.confidence[5] == 0.0 and refilled.left.confidence[0] == 1.0
+    layout = BimanualSkeletonLayout("camera", "left_wrist", "camera")
+    ros_conversions.bimanual_skeleton_bytes(layout, first_joints[0], first_joints[1], 1_000_000_000, left_elbow=[0.1, 0.2, 0.3],
+                                            right_elbow=[0.4, 0.5, 0.6], left_confidence=np.full(21, 0.5))
+    arguments = dict(left_joints=joints[0], right_joints=joints[1], left_valid=False, right_elbow=[0.7, 0.8, 0.9])
+    packed = deserialize_message(ros_conversions.bimanual_skeleton_bytes(layout, stamp_ns=2_500_000_000, **arguments),
+                                 BimanualSkeleton)
+    assert packed == ros_conversions.make_bimanual_skeleton(**arguments, stamp=2.5, frame_id="camera",
+                                                            left_frame_id="left_wrist")
+    assert not packed.left_elbow_valid and packed.right.confidence[5] == 0.0 and packed.left.confidence[0] == 1.0
+
+
+@pytest.mark.parametrize("seconds, sec, nanosec", [
+    (1.0, 1, 0), (1.25, 1, 250_000_000), (-0.5, -1, 500_000_000),
+    (1.9999999999, 2, 0),  # the fraction rounds up to a whole second: it carries (it once wrapped to 1.0 s)
+    (1_764_825_600.123456789, 1_764_825_600, 123_456_717),  # an epoch stamp: float64 holds ~0.2 us of it
+])
+def test_float_seconds_become_a_stamp_that_never_goes_back(seconds, sec, nanosec):
+    stamp = ros_conversions.time_from_seconds(seconds)
+    assert (stamp.sec, stamp.nanosec) == (sec, nanosec)
+    assert ros_conversions.stamp_ns_from_seconds(seconds) == sec * 1_000_000_000 + nanosec

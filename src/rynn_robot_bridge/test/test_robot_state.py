@@ -72,20 +72,23 @@ def test_bad_joint_states_are_counted_not_used(core):
     assert core.drops == {"NaN/inf position": 1, "names/positions length mismatch": 1, "unknown joint": 1}
 
 
-def test_a_reused_tf_message_is_refilled_with_the_new_transforms(core):
+def test_the_packed_tf_is_the_message_of_the_same_transforms_for_any_set_of_moving_joints(core):
     from builtin_interfaces.msg import Time
+    from rclpy.serialization import deserialize_message
+    from tf2_msgs.msg import TFMessage
 
-    from rynn_robot_bridge.nodes.robot_state_publisher_node import stamped_transforms
+    from rynn_robot_bridge.nodes.robot_state_publisher_node import stamped_transforms, transforms_bytes
 
-    first = stamped_transforms(core.update(["left_arm_joint1"], [0.2]), Time(sec=1))
-    moved = core.update(["left_arm_joint1"], [-0.4])
-    again = stamped_transforms(moved, Time(sec=2), reuse=first)
-    assert again is first and again.transforms[0].header.stamp.sec == 2
-    rotation = again.transforms[0].transform.rotation
-    quaternion = quaternions_xyzw(moved[0].matrix[None, :3, :3])[0]
-    np.testing.assert_allclose([rotation.x, rotation.y, rotation.z, rotation.w], quaternion)
-    other = stamped_transforms(core.update(["right_arm_joint1"], [0.1]), Time(sec=3), reuse=first)
-    assert other is not first and other.transforms[0].child_frame_id != first.transforms[0].child_frame_id
+    layouts = {}
+    for stamp_sec, (names, positions) in enumerate([(["left_arm_joint1"], [0.2]), (["left_arm_joint1"], [-0.4]),
+                                                    (["right_arm_joint1", "left_arm_joint2"], [0.1, 0.3])], start=1):
+        transforms = core.update(names, positions)
+        packed = deserialize_message(transforms_bytes(layouts, transforms, stamp_sec * 10**9 + 7, "robot/"), TFMessage)
+        assert packed == stamped_transforms(transforms, Time(sec=stamp_sec, nanosec=7), "robot/")
+        rotation = packed.transforms[0].transform.rotation
+        np.testing.assert_allclose([rotation.x, rotation.y, rotation.z, rotation.w],
+                                   quaternions_xyzw(transforms[0].matrix[None, :3, :3])[0])
+    assert len(layouts) == 2  # one per set of frames, kept
 
 
 @pytest.mark.ros

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from rynn_teleop_msgs.msg import BimanualSkeleton
 
+from rynn_common.cdr_layout import BimanualSkeletonLayout
 from rynn_common.local_delivery import LocalPublisher
 from rynn_common.node_runner import run_node
 from rynn_common.qos import RECORDED_STREAM_QOS
-from rynn_common.ros_conversions import hand_skeleton_fields, make_bimanual_skeleton, seconds_from_time
+from rynn_common.ros_conversions import bimanual_skeleton_bytes, hand_skeleton_fields, seconds_from_ns
 from rynn_common.skeleton_arrays import bimanual_arrays, hand_arrays
 from rynn_retarget.nodes.operator_input import OperatorInputNode
 from rynn_retarget.operator.feed import GloveNodeSettings
@@ -29,7 +30,7 @@ class GloveNode(OperatorInputNode):
         topic = self.settings.topic
         # composed with the retarget node: its hands input in-process, every sample; DDS at most dds_rate_hz
         self.publisher = LocalPublisher(self, BimanualSkeleton, topic, RECORDED_STREAM_QOS, self.settings.dds_rate_hz)
-        self.message: BimanualSkeleton | None = None  # the last one, refilled for the next
+        self.layout = BimanualSkeletonLayout(self.frames["left"], self.frames["left"], self.frames["right"])
         self.start_feed()
         self.get_logger().info(
             f"publishing hands from source '{self.settings.source}' at {self.settings.rate_hz:g} Hz on {topic}"
@@ -37,28 +38,24 @@ class GloveNode(OperatorInputNode):
 
     def publish_frame(self, frame: OperatorFrame) -> None:
         left, right = frame.left_hand, frame.right_hand
-        stamp = self.get_clock().now().to_msg()
+        stamp_ns = self.get_clock().now().nanoseconds
 
-        def message() -> BimanualSkeleton:  # built only for DDS (the retarget node in-process takes the sample)
-            self.message = make_bimanual_skeleton(
+        def message() -> bytes:  # only for DDS (the retarget node in-process takes the sample): no message built
+            return bimanual_skeleton_bytes(
+                self.layout,
                 left.points,
                 right.points,
-                stamp,
-                self.frames["left"],
+                stamp_ns,
                 left_confidence=left.confidence,
                 right_confidence=right.confidence,
                 left_valid=left.valid,
                 right_valid=right.valid,
-                left_frame_id=self.frames["left"],
-                right_frame_id=self.frames["right"],
-                reuse=self.message,
             )
-            return self.message
 
         def sample() -> HandsSample:  # the fields that message would carry, as its readers' arrays (one rule each:
             # rynn_common); called by the retarget node only for a sample it takes
             hands = [hand_arrays(*hand_skeleton_fields(hand.points, hand.confidence, hand.valid)) for hand in (left, right)]
-            return HandsSample(seconds_from_time(stamp), bimanual_arrays(hands))
+            return HandsSample(seconds_from_ns(stamp_ns), bimanual_arrays(hands))
 
         self.publisher.publish_sample(sample, message)
 

@@ -47,7 +47,7 @@ from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
 
 from rynn_common.action_layout import joint_names, validate_action
-from rynn_common.cdr_layout import JointStateLayout, RobotActionLayout
+from rynn_common.cdr_layout import BimanualSkeletonLayout, JointStateLayout, RobotActionLayout
 from rynn_common.clock_steps import create_steady_timer
 from rynn_common.config_paths import find_config
 from rynn_common.local_delivery import LocalSubscription
@@ -55,7 +55,13 @@ from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.qos import LIVE_QOS, RECORDED_STREAM_QOS, STATUS_QOS, TF_QOS
-from rynn_common.ros_conversions import make_bimanual_skeleton, make_diagnostics, make_teleop_status, seconds_from_time
+from rynn_common.ros_conversions import (
+    bimanual_skeleton_bytes,
+    make_diagnostics,
+    make_teleop_status,
+    seconds_from_time,
+    stamp_ns_from_seconds,
+)
 from rynn_common.ros_names import (
     ACTION_TOPIC,
     BASE_FRAME,
@@ -127,7 +133,7 @@ class RetargetNode(Node):
         self.action_bytes = RobotActionLayout(BASE_FRAME)  # only the 200 Hz thread packs them
         self.command_state_bytes = JointStateLayout(self.names, (len(self.names), len(self.names), 0))
         self.skeleton_pub = self.create_publisher(BimanualSkeleton, CAMERA_SKELETON_TOPIC, RECORDED_STREAM_QOS)
-        self.skeleton_msg: BimanualSkeleton | None = None  # the worker's last one, refilled for the next
+        self.skeleton_bytes = BimanualSkeletonLayout(*[self.camera_frame] * 3)  # only the worker packs them
         self.status_pub = self.create_publisher(TeleopStatus, STATUS_TOPIC, STATUS_QOS)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, LIVE_QOS)
         # Composed with the tracker and glove nodes, these get their messages in-process, on their feed threads.
@@ -308,18 +314,16 @@ class RetargetNode(Node):
             self.last_accepted = time.monotonic()
             self.last_frame = frame
             elbows = self.pipeline.elbows_in_camera(output.action)
-        self.skeleton_msg = make_bimanual_skeleton(
+        self.skeleton_pub.publish(bimanual_skeleton_bytes(  # no message built (rynn_common.cdr_layout)
+            self.skeleton_bytes,
             output.skeleton_camera[0],
             output.skeleton_camera[1],
-            frame.stamp,
-            self.camera_frame,
+            stamp_ns_from_seconds(frame.stamp),
             left_valid=bool(output.skeleton_valid[0]),
             right_valid=bool(output.skeleton_valid[1]),
             left_elbow=elbows[0],
             right_elbow=elbows[1],
-            reuse=self.skeleton_msg,
-        )
-        self.skeleton_pub.publish(self.skeleton_msg)
+        ))
 
     # --- 200 Hz output --------------------------------------------------------
     def output_loop(self) -> None:
