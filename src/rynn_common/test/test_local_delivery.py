@@ -138,8 +138,12 @@ def test_a_linked_publisher_puts_at_most_dds_rate_hz_on_dds_and_every_message_in
             node.destroy_node()
 
 
-def test_publish_sample_builds_a_message_only_for_dds_and_subscriptions_without_on_sample(ros_node):
+@pytest.mark.parametrize("as_bytes", [False, True], ids=["message", "packed bytes"])
+def test_publish_sample_builds_a_message_only_for_dds_and_subscriptions_without_on_sample(ros_node, as_bytes):
+    """``make_message`` may return the message or its serialised bytes (what the packed layouts give): DDS gets
+    those bytes, their copy is still recognised, and a subscription without ``on_sample`` gets a message."""
     from rclpy.executors import SingleThreadedExecutor
+    from rclpy.serialization import serialize_message
     from rclpy.node import Node
     from std_msgs.msg import String
 
@@ -159,9 +163,10 @@ def test_publish_sample_builds_a_message_only_for_dds_and_subscriptions_without_
         spin = lambda: (executor.spin_once(timeout_sec=0.02), ros_node.spin_once(0.02))  # noqa: E731
         assert wait_until(lambda: source.output.publisher.get_subscription_count() == 2, 10.0)
 
-        def message(i: int) -> String:
+        def message(i: int) -> String | bytes:
             built.append(i)
-            return String(data=f"sample {i}")
+            msg = String(data=f"sample {i}")
+            return serialize_message(msg) if as_bytes else msg
 
         for i in range(10):
             source.output.publish_sample(("sample", i), lambda i=i: message(i))
