@@ -167,6 +167,7 @@ def tf_and_skeletons(node, options, rng) -> None:
     from rynn_common.cdr_layout import BimanualSkeletonLayout, TfMessageLayout
     from rynn_common.description import resolve_urdf_path
     from rynn_common.ros_conversions import bimanual_skeleton_bytes, make_bimanual_skeleton, make_tf_message, tf_message_bytes
+    from rynn_common.ros_names import CAMERA_FRAME
     from rynn_robot_bridge.robot_state import RobotStatePublisherCore
 
     core = RobotStatePublisherCore(resolve_urdf_path(None))
@@ -175,7 +176,7 @@ def tf_and_skeletons(node, options, rng) -> None:
     frames = [(t.parent, t.child) for t in links[0]]
     tf_layout = TfMessageLayout(frames)
     hands = rng.normal(scale=0.1, size=(50, 2, 21, 3))
-    skeleton_layout = BimanualSkeletonLayout(*["camera_color_optical_frame"] * 3)
+    skeleton_layout = BimanualSkeletonLayout(*[CAMERA_FRAME] * 3)
     tf_pub = node.create_publisher(TFMessage, "/bench/tf", 100)
     skeleton_pub = node.create_publisher(BimanualSkeleton, "/bench/skeleton", 100)
     deadline = time.monotonic() + 30
@@ -187,7 +188,7 @@ def tf_and_skeletons(node, options, rng) -> None:
     def as_messages(i: int) -> None:  # what the nodes did
         transforms, stamp = links[i % 50], clock.now().to_msg()
         tf_pub.publish(make_tf_message(frames, [t.matrix for t in transforms], stamp))
-        skeleton_pub.publish(make_bimanual_skeleton(*hands[i % 50], stamp, "camera_color_optical_frame", **elbows))
+        skeleton_pub.publish(make_bimanual_skeleton(*hands[i % 50], stamp, CAMERA_FRAME, **elbows))
 
     def as_bytes(i: int) -> None:  # what they do now
         transforms, stamp_ns = links[i % 50], clock.now().nanoseconds
