@@ -29,7 +29,7 @@ os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_node_cpu import cpu_seconds
+from bench_digital_latency import CpuMeter  # the benchmarks' one CPU reader (test_benchmark_cpu_meter)
 
 # The subscriber: counts messages on /bench/action and publishes the count on /bench/count at 5 Hz.
 SUBSCRIBER = """
@@ -45,11 +45,19 @@ class Counter(Node):
         super().__init__("bench_counter")
         self.count = 0
         qos = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)
-        self.create_subscription(RobotAction, "/bench/action", self.on_action, qos)
+        if sys.argv[1] == "polled":  # taken on the node's own 20 Hz timer, every message
+            from rynn_common.polled_input import PolledSubscription
+            self.polled = PolledSubscription(self, RobotAction, "/bench/action", qos)
+            self.create_timer(0.05, self.take_all)
+        else:
+            self.create_subscription(RobotAction, "/bench/action", self.on_action, qos, raw=True)
         self.reply = self.create_publisher(Int64, "/bench/count", 10)
         self.create_timer(0.2, lambda: self.reply.publish(Int64(data=self.count)))
     def on_action(self, _msg):
         self.count += 1
+    def take_all(self):
+        while self.polled.take() is not None:
+            self.count += 1
 runner.run_node(Counter)
 """
 
@@ -82,7 +90,8 @@ def measure(executor_kind: str, messages: int, rate_hz: float) -> tuple[float, i
         if not counts:
             sys.exit(f"the {executor_kind} subscriber did not come up")
         time.sleep(1.0)
-        before = cpu_seconds(process.pid)
+        meter = CpuMeter({"subscriber": process.pid})
+        meter.start()
         period = 1.0 / rate_hz
         next_at = time.monotonic()
         for _ in range(messages):
@@ -91,7 +100,7 @@ def measure(executor_kind: str, messages: int, rate_hz: float) -> tuple[float, i
             time.sleep(max(0.0, next_at - time.monotonic()))
         while counts[-1] < messages and time.monotonic() < deadline + 300:
             executor.spin_once(timeout_sec=0.05)
-        used = cpu_seconds(process.pid) - before
+        used = meter.used()[1]["subscriber"]
         return used, counts[-1]
     finally:
         process.send_signal(signal.SIGINT)
@@ -105,11 +114,14 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=3000)
     parser.add_argument("--rate", type=float, default=400.0, help="publishing rate, Hz")
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds of each executor")
+    parser.add_argument("--kinds", default="events,python,polled",
+                        help="comma-separated: events (EventsExecutor, a raw callback per message), python (rclpy's "
+                             "SingleThreadedExecutor), polled (rynn_common.polled_input: taken on a 20 Hz timer)")
     options = parser.parse_args()
     print(f"load avg {os.getloadavg()[0]:.1f} (CPU per message holds under load; the idle spin of the runner, "
           f"10 wake-ups a second, is included)")
     for _ in range(options.rounds):
-        for kind in ("events", "python"):
+        for kind in options.kinds.split(","):
             used, received = measure(kind, options.messages, options.rate)
             print(f"  {kind:6s} executor: {received} messages, {1e6 * used / max(received, 1):7.1f} us CPU per message "
                   f"({used:.2f} s)", flush=True)

@@ -65,9 +65,11 @@ def test_console_shows_the_camera_switches_modes_and_records_from_a_browser(tmp_
     ros_node.create_subscription(String, "/rynn/mode", lambda msg: modes.append(msg.data), latched)
     assert wait_until(lambda: modes[-1:] == ["real"], 60.0, spin=ros_node.spin_once), modes
 
-    # No browser: the console subscribes to nothing (the recorder's subscription shows discovery works).
+    # No browser: the console subscribes to nothing (the recorder's subscription, on its hidden intake node
+    # (rynn_common.polled_input), shows discovery works).
     camera = "/camera/camera/color/image_raw"
-    assert wait_until(lambda: any(i.node_name == "rynn_recorder" for i in ros_node.get_subscriptions_info_by_topic(camera)),
+    assert wait_until(lambda: any(i.node_name == "_rynn_recorder_intake"
+                                  for i in ros_node.get_subscriptions_info_by_topic(camera)),
                       60.0, spin=ros_node.spin_once)
     assert not console_subscribes(ros_node, camera) and not console_subscribes(ros_node, "/rynn/status")
 

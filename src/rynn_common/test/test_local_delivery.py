@@ -143,8 +143,8 @@ def test_publish_sample_builds_a_message_only_for_dds_and_subscriptions_without_
     """``make_message`` may return the message or its serialised bytes (what the packed layouts give): DDS gets
     those bytes, their copy is still recognised, and a subscription without ``on_sample`` gets a message."""
     from rclpy.executors import SingleThreadedExecutor
-    from rclpy.serialization import serialize_message
     from rclpy.node import Node
+    from rclpy.serialization import serialize_message
     from std_msgs.msg import String
 
     from rynn_common.local_delivery import LocalPublisher, LocalSubscription, connect_local

@@ -8,7 +8,9 @@ settings: this package's config/recorder.yaml (``config_file`` replaces it), eve
 parameter (rynn_common.node_settings: an explicit parameter wins over the file).
 
 Subscriptions are raw (the CDR bytes go into the bag untouched), RELIABLE, and
-TRANSIENT_LOCAL for latched topics such as ``/rynn/mode``. Per topic the node
+TRANSIENT_LOCAL for latched topics such as ``/rynn/mode``; the node takes what they received every
+``take_period_s`` (rynn_common.polled_input: no executor callback per message), and each message is logged
+at the time DDS received it. Per topic the node
 counts received, written, failed, dropped (write queue full: a slow disk) and
 transport-lost messages and reports them on ``/rynn/status`` and ``/diagnostics`` and
 in each episode's metadata. Callbacks only queue; the core's writer thread writes, so a
@@ -42,6 +44,7 @@ from rynn_common.config_paths import find_config
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
+from rynn_common.polled_input import PolledSubscription
 from rynn_common.qos import LATCHED_QOS, LIVE_QOS, RECORDER_IMAGE_QOS, RECORDER_STREAM_QOS, STATUS_QOS
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status
 from rynn_common.ros_names import DIAGNOSTICS_TOPIC, RECORDER_SERVICES, STATUS_TOPIC
@@ -78,6 +81,9 @@ class RecorderNode(Node):
             self.get_logger().warning(f"recovered {episode.name} left by a crashed recorder: "
                                       f"{summary['messages_written']} messages")
 
+        if settings.take_period_s <= 0:
+            raise ValueError(f"take_period_s must be positive, got {settings.take_period_s}")
+        self._inputs: list[tuple[str, str, PolledSubscription]] = []
         for entry in settings.topics:
             topic, msgtype = parse_topic(entry)
             self.recorder.check_type(msgtype)
@@ -85,11 +91,10 @@ class RecorderNode(Node):
                 incompatible_qos=lambda event, t=topic: self._incompatible(t, event),
                 message_lost=lambda status, t=topic: self._lost(t, status.total_count_change),
             )
-            self.create_subscription(
-                message_class(msgtype), topic, lambda raw, t=topic, m=msgtype: self._on_message(t, m, raw),
-                subscription_qos(msgtype, topic in settings.latched_topics), raw=True,
-                event_callbacks=events,
-            )
+            self._inputs.append((topic, msgtype, PolledSubscription(
+                self, message_class(msgtype), topic, subscription_qos(msgtype, topic in settings.latched_topics),
+                event_callbacks=events)))
+        create_steady_timer(self, settings.take_period_s, self._take_messages)
         self.create_service(Trigger, RECORDER_SERVICES["start"], self._on_start)
         self.create_service(Trigger, RECORDER_SERVICES["stop"], self._on_stop)
         self.create_service(Trigger, RECORDER_SERVICES["discard"], self._on_discard)
@@ -101,8 +106,14 @@ class RecorderNode(Node):
 
     # --- messages ---------------------------------------------------------------------------
 
-    def _on_message(self, topic: str, msgtype: str, raw: bytes) -> None:
-        stamp_ns = self.get_clock().now().nanoseconds
+    def _take_messages(self) -> None:
+        """Everything the subscriptions received, in each topic's order, logged at its DDS reception time."""
+        for topic, msgtype, polled in self._inputs:
+            while (taken := polled.take()) is not None:
+                raw, info = taken
+                self._on_message(topic, msgtype, raw, info["received_timestamp"] or self.get_clock().now().nanoseconds)
+
+    def _on_message(self, topic: str, msgtype: str, raw: bytes, stamp_ns: int) -> None:
         started = time.perf_counter()
         if not self.recorder.offered_qos.get(topic):
             with self._lock:
@@ -139,6 +150,7 @@ class RecorderNode(Node):
     # --- services ---------------------------------------------------------------------------
 
     def _on_start(self, _request, response: Trigger.Response) -> Trigger.Response:
+        self._take_messages()  # what arrived before the start is not the episode's
         task = self.get_parameter("task").value
         operator_id = self.get_parameter("operator_id").value
         for name, value in (("task", task), ("operator_id", operator_id)):
@@ -158,6 +170,7 @@ class RecorderNode(Node):
         return response
 
     def _on_stop(self, _request, response: Trigger.Response) -> Trigger.Response:
+        self._take_messages()  # what arrived before the stop is
         try:
             summary = self.recorder.stop(timeout=self.service_wait_s)
         except RecorderError as exc:
@@ -211,7 +224,10 @@ class RecorderNode(Node):
 
     def destroy_node(self):
         """Ctrl-C / SIGTERM finish the recording episode (metadata.yaml written) first."""
+        self._take_messages()
         self.recorder.close()
+        for _topic, _msgtype, polled in self._inputs:
+            polled.destroy()
         super().destroy_node()
 
 

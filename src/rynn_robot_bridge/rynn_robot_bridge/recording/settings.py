@@ -60,6 +60,10 @@ class RecorderSettings:
     # The writer thread takes what the subscriptions queued at least this often (commands at once): woken for
     # each of ~500 messages a second, the wake-ups cost more than the writes; 0 = woken for every message.
     write_interval_s: float = 0.05
+    # The node takes what its subscriptions received this often (rynn_common.polled_input), stamping each message
+    # with the time DDS received it: an executor callback per message cost ~100 us more; the queues hold 30
+    # images and 500 other messages a topic. 0 is refused (a node loop needs a period).
+    take_period_s: float = 0.05
     stop_timeout_s: float = 20.0  # at shutdown, how long the recording episode's queued messages may take
     # A start/stop/discard service answers within this (the node's one executor thread serves the subscriptions
     # too): on a disk that does not take writes it answers "busy"; a stop or discard still happens after.
