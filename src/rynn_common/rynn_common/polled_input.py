@@ -58,5 +58,6 @@ class PolledSubscription:
             self._owner.remove_waitable(handler)
             self._intake.add_waitable(handler)
         self._intake.destroy_subscription(self.subscription)
-        if not self._intake.subscriptions:
+        if not list(self._intake.subscriptions):
             self._intake.destroy_node()
+            self._owner._polled_intake = None
