@@ -3,8 +3,7 @@
 Topics (names are parameters: every key of this package's config/bridge.yaml is one, and robot.yaml's
 ``lcm`` section as ``lcm.url``, ``lcm.command_channel``, ...; an explicit parameter wins over the file):
 
-* in:  ``/rynn/action`` (RobotAction, best effort so any publisher matches; the newest taken at each
-  command cycle, rynn_common.polled_input); the real
+* in:  ``/rynn/action`` (RobotAction, best effort so any publisher matches); the real
   camera on ``/rynn/real/camera/color/{image_raw,camera_info}`` (the launch remaps the
   RealSense or simulated robot there) and the world model on
   ``/rynn/digital/camera/color/{image_raw,camera_info}``, both subscribed RELIABLE (a
@@ -52,7 +51,6 @@ from rynn_common.config_paths import find_config
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
-from rynn_common.polled_input import PolledSubscription
 from rynn_common.qos import LATCHED_QOS, LATEST_ONLY_QOS, LIVE_QOS, RECORDED_CAMERA_QOS, RECORDED_STREAM_QOS, RELAY_IMAGE_QOS, STATUS_QOS
 from rynn_common.rate_gate import RateGate
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status
@@ -119,9 +117,8 @@ class BridgeNode(Node):
                                      event_callbacks=incompatible, raw=True)
             self.create_subscription(CameraInfo, info_topic, lambda raw, s=source: self._relay_info(s, raw), RELAY_IMAGE_QOS,
                                      raw=True)
-        # Taken by the command thread at each cycle's start, the newest (rynn_common.polled_input): no executor
-        # wake-up and callback for each of 200 a second. Raw: bytes no RobotAction serializes to are counted.
-        self.action_input = PolledSubscription(self, RobotAction, ACTION_TOPIC, LATEST_ONLY_QOS)
+        # raw: bytes no RobotAction serializes to are counted (a typed subscription drops them unseen)
+        self.create_subscription(RobotAction, ACTION_TOPIC, self._on_action_bytes, LATEST_ONLY_QOS, raw=True)
         self.create_service(SetMode, SET_MODE_SERVICE, self._on_set_mode)
         create_steady_timer(self, 1.0 / settings.status_rate_hz, self._publish_status)
 
@@ -169,11 +166,7 @@ class BridgeNode(Node):
             self._publish_joint_state(state.position, state.velocity, state.effort)
 
     def _command_cycle(self, now: float) -> None:
-        """Command thread: one 200 Hz cycle from the newest /rynn/action; in digital mode the virtual state is
-        /joint_states (rate-limited)."""
-        taken = self.action_input.take_newest()
-        if taken is not None:
-            self._on_action_bytes(taken[0])
+        """Command thread: one 200 Hz cycle; in digital mode the virtual state is /joint_states (rate-limited)."""
         with self._switch_lock:
             command = self.commander.cycle(now)
             if command is not None:
@@ -341,7 +334,6 @@ class BridgeNode(Node):
         """Stop the LCM and command threads (they publish) before the node goes away."""
         self.command_loop.stop()
         self.link.stop()
-        self.action_input.destroy()
         super().destroy_node()
 
 
