@@ -17,7 +17,7 @@ graph_diagram = sys.modules.setdefault("graph_diagram", importlib.util.module_fr
 spec.loader.exec_module(graph_diagram)
 
 PUBLISH = {"create_publisher": 0, "LocalPublisher": 1}  # call -> index of the message type argument
-SUBSCRIBE = {"create_subscription": 0, "LocalSubscription": 1, "subscribe": 0}
+SUBSCRIBE = {"create_subscription": 0, "LocalSubscription": 1, "PolledSubscription": 1, "subscribe": 0}
 SERVICE = {"create_service": 0}
 CALL = {"create_client": 0}
 

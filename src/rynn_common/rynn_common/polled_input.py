@@ -1,9 +1,9 @@
 """Subscriptions a node reads on its own clock (rclpy's take) instead of one executor callback per message.
 
 Each message a spun subscription receives wakes the executor and runs a Python callback: 100-150 us of CPU
-on the 2-core reference machine, however little the callback does. A node that only needs the newest message
-when its own loop runs (robot_state_publisher's /tf at 20 Hz from 100 Hz joint states; the bridge's 200 Hz
-command cycle from /rynn/action) pays that for every message it is sent. A ``PolledSubscription`` belongs to a
+on the 2-core reference machine, however little the callback does. A node that needs a topic only when its
+own loop runs (robot_state_publisher's /tf at 20 Hz from 100 Hz joint states; the recorder, which queues
+messages for its writer thread) pays that for every message it is sent. A ``PolledSubscription`` belongs to a
 hidden node of its own (``_<node>_intake``, listed by ``ros2 node list --all``) that no executor spins: the
 messages wait in its DDS reader queue (its QoS depth) until ``take`` reads them, on the caller's thread.
 The topic is resolved by the owning node, so its remappings apply.

@@ -2,17 +2,15 @@
 
 - ``/robot_description`` (std_msgs/String, reliable, transient local): the URDF text.
 - ``/tf_static`` (transient local): every fixed joint, base_link ... camera_color_optical_frame included.
-- ``/tf``: the moving joints named in each ``/joint_states``, stamped with its header stamp, at most
-  ``publish_frequency`` Hz (robot_state_publisher's parameter and default, 20 Hz), packed as bytes
-  (rynn_common.cdr_layout).
+- ``/tf``: the moving joints named in the newest ``/joint_states``, stamped with its header stamp, at
+  ``publish_frequency`` Hz (robot_state_publisher's parameter and default, 20 Hz) while joint states come,
+  packed as bytes (rynn_common.cdr_layout).
 
 The transforms come from ``rynn_robot_bridge.robot_state`` (Pinocchio FK on the suite's URDF). Rejected
 joint states (NaN/inf, length mismatch) and unknown joint names are counted on ``/diagnostics``.
 """
 
 from __future__ import annotations
-
-import time
 
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
@@ -27,6 +25,7 @@ from rynn_common.description import resolve_urdf_path
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
+from rynn_common.polled_input import PolledSubscription
 from rynn_common.qos import LATCHED_QOS, LIVE_QOS, TF_QOS
 from rynn_common.ros_conversions import make_diagnostics, make_tf_message, tf_message_bytes
 from rynn_common.ros_names import DIAGNOSTICS_TOPIC, JOINT_STATES_TOPIC, ROBOT_DESCRIPTION_TOPIC, TF_STATIC_TOPIC, TF_TOPIC
@@ -59,11 +58,9 @@ class RobotStatePublisherNode(Node):
         frequency = settings.publish_frequency
         if frequency <= 0:
             raise ValueError(f"publish_frequency must be positive, got {frequency}")
-        self.publish_period_ns = int(1e9 / frequency)
         self.prefix = settings.frame_prefix
         self.core = RobotStatePublisherCore(urdf_path)
         self.stats = PipelineStats()
-        self._next_publish_ns: int | None = None
         self._tf_layouts: dict[tuple, TfMessageLayout] = {}  # by the moving joints a joint state names
         self.description_pub = self.create_publisher(String, ROBOT_DESCRIPTION_TOPIC, LATCHED_QOS)
         self.static_pub = self.create_publisher(TFMessage, TF_STATIC_TOPIC, LATCHED_QOS)
@@ -72,19 +69,22 @@ class RobotStatePublisherNode(Node):
         self.description_pub.publish(String(data=self.core.description))
         static = self.core.static_transforms()
         self.static_pub.publish(stamped_transforms(static, self.get_clock().now().to_msg(), self.prefix))
-        # Raw: a joint state between two due /tf updates (80 of 100 a second) is dropped undeserialised.
-        self.create_subscription(JointState, JOINT_STATES_TOPIC, self._on_joint_states, LIVE_QOS, raw=True)
+        # Taken at publish_frequency, the newest (rynn_common.polled_input): the 80 of 100 joint states a second
+        # between two /tf updates are neither deserialised nor handed to an executor callback.
+        self.joint_states_input = PolledSubscription(self, JointState, JOINT_STATES_TOPIC, LIVE_QOS)
+        create_steady_timer(self, 1.0 / frequency, self._publish_tf)
         create_steady_timer(self, 1.0, self._publish_diagnostics)
         self.get_logger().info(
             f"robot state publisher up: {urdf_path.name}, {len(static)} fixed and {len(self.core.moving_joints)} "
             f"moving joints from {self.core.root_link}, /tf at <= {frequency:g} Hz")
 
-    def _on_joint_states(self, raw: bytes) -> None:
-        now_ns = time.monotonic_ns()  # an interval: the wall clock may step (rynn_common.clock_steps)
-        if self._next_publish_ns is not None and now_ns < self._next_publish_ns:
+    def _publish_tf(self) -> None:
+        """The newest joint state since the last tick as /tf; nothing when none came."""
+        taken = self.joint_states_input.take_newest()
+        if taken is None:
             return
         try:
-            msg = deserialize(raw, JointState)
+            msg = deserialize(taken[0], JointState)
         except ValueError as error:  # bytes no JointState serializes to: counted, said, skipped
             self.stats.reject("malformed_joint_states")
             self.get_logger().warning(str(error), throttle_duration_sec=5.0)
@@ -95,10 +95,11 @@ class RobotStatePublisherNode(Node):
         stamp = msg.header.stamp
         stamp_ns = stamp.sec * 1_000_000_000 + stamp.nanosec if (stamp.sec or stamp.nanosec) else self.get_clock().now().nanoseconds
         self.tf_pub.publish(transforms_bytes(self._tf_layouts, transforms, stamp_ns, self.prefix))
-        # keep the phase (a 100 Hz input gives 20 Hz, not every 60 ms), but never a burst after a gap
-        due = now_ns if self._next_publish_ns is None else self._next_publish_ns
-        self._next_publish_ns = max(due + self.publish_period_ns, now_ns)
         self.stats.count_output()
+
+    def destroy_node(self):
+        self.joint_states_input.destroy()
+        super().destroy_node()
 
     def _publish_diagnostics(self) -> None:
         self.stats.set_totals(rejected=self.core.drops)
