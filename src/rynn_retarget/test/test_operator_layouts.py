@@ -152,3 +152,46 @@ def test_composed_samples_and_dds_messages_give_the_same_actions(ros_node):
         executor.shutdown()
         for node in reversed(nodes):
             node.destroy_node()
+
+
+def test_a_composed_sample_its_source_got_wrong_is_counted_and_the_worker_goes_on(ros_node):
+    """A tracker pose or hand of the wrong shape reaches the retarget worker still unconverted: the worker
+    counts it (``tf_malformed``, ``hands_malformed``), logs it, and retargets the next good sample."""
+    from rynn_common.local_delivery import connect_local
+    from rynn_retarget.nodes.glove_node import GloveNode
+    from rynn_retarget.nodes.retarget_node import RetargetNode
+    from rynn_retarget.nodes.tracker_node import TrackerNode
+    from rynn_retarget.operator.frame import HandSkeleton, OperatorFrame
+    from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig
+
+    options = {"context": ros_node.context, "use_global_arguments": False}
+    # the first sample goes on DDS too (where a wrong one fails in the feed's thread: counted there), the rest not
+    idle_feed = ["--ros-args", "-p", "rate_hz:=0.001", "-p", "dds_rate_hz:=0.001"]
+    tracker, glove = TrackerNode(cli_args=idle_feed, **options), GloveNode(cli_args=idle_feed, **options)
+    retarget = RetargetNode(**options)
+    nodes = [tracker, glove, retarget]
+    try:
+        assert connect_local(nodes) == ["/rynn/operator/hands", "/tf"]
+        rejected = lambda: retarget.stats.snapshot().rejected  # noqa: E731
+        good = SyntheticOperator(SyntheticOperatorConfig(motion="grasp")).frame_at(1.0)
+        bad_hands = OperatorFrame(stamp=1.0, trackers={}, left_hand=HandSkeleton(np.zeros((20, 3)), np.ones(20), True),
+                                  right_hand=good.right_hand)
+        glove.publish_frame(good)
+        tracker.publish_frame(good)
+        assert wait_until(lambda: retarget.last_frame is not None, 10.0)
+        glove.publish_frame(bad_hands)
+        tracker.publish_frame(OperatorFrame(stamp=1.0, trackers={**good.trackers, "chest": np.eye(3)}))
+        assert wait_until(lambda: rejected().get("tf_malformed", 0) == 1, 10.0), rejected()
+        accepted = retarget.last_accepted
+        tracker.publish_frame(good)  # converted with the bad hands still deferred: those are counted, this is solved
+        assert wait_until(lambda: rejected().get("hands_malformed", 0) == 1 and retarget.last_accepted > accepted,
+                          10.0), rejected()
+        glove.publish_frame(good)
+        accepted = retarget.last_accepted
+        tracker.publish_frame(good)
+        assert wait_until(lambda: retarget.last_accepted > accepted, 10.0)
+        assert retarget.last_frame.left_hand is not None and retarget.last_frame.left_hand.points.shape == (21, 3)
+        assert all(thread.is_alive() for thread in retarget._threads)
+    finally:
+        for node in reversed(nodes):
+            node.destroy_node()

@@ -184,13 +184,18 @@ class RetargetNode(Node):
         self.hands = arrays
 
     def current_hands(self) -> dict | None:
-        """The newest accepted glove sample; an in-process one still deferred is converted and checked first."""
+        """The newest accepted glove sample; an in-process one still deferred is converted and checked first (one
+        its source got wrong is counted, ``hands_malformed``, and the last good one stays)."""
         with self.hands_lock:
             deferred, self.deferred_hands = self.deferred_hands, None
         if deferred is not None:
             sample, received = deferred
-            taken = sample()
-            self.accept_hands(taken.arrays, taken.stamp, received)
+            try:
+                taken = sample()
+            except (ValueError, TypeError) as error:
+                self.on_malformed("hands", ValueError(f"a glove sample its source got wrong: {error}"))
+            else:
+                self.accept_hands(taken.arrays, taken.stamp, received)
         return self.hands
 
     def on_tf(self, msg: TFMessage) -> None:
@@ -211,6 +216,16 @@ class RetargetNode(Node):
     def on_trackers_sample(self, sample: Callable[[], list[TrackerTransform]]) -> None:
         """In-process: the newest tracker sample for the worker, which converts it (``tracker_frame``) if it takes it."""
         self.offer(sample)
+
+    def converted(self, sample: Callable[[], list[TrackerTransform]]) -> tuple[OperatorFrame, int] | None:
+        """An in-process tracker sample as ``tracker_frame`` makes it; one its source got wrong is counted
+        (``tf_malformed``) and logged, and the worker goes on."""
+        try:
+            transforms = sample()
+        except (ValueError, TypeError) as error:
+            self.on_malformed("tf", ValueError(f"a tracker sample its source got wrong: {error}"))
+            return None
+        return self.tracker_frame(transforms)
 
     def tracker_frame(self, transforms: list[TrackerTransform]) -> tuple[OperatorFrame, int] | None:
         """An operator sample from a /tf message's tracker transforms, with the newest hands; and the tf order its
@@ -290,7 +305,7 @@ class RetargetNode(Node):
                 self.pending_ready.wait_for(lambda: self.pending is not None or not self._running, timeout=0.1)
                 pending, self.pending = self.pending, None
             if callable(pending):  # an in-process sample, converted now that it is taken
-                pending = self.tracker_frame(pending())
+                pending = self.converted(pending)
             frame = None
             if pending is not None:
                 frame, order = pending
