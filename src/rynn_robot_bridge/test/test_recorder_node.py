@@ -146,9 +146,17 @@ def read_bag(path: Path) -> tuple[dict[str, int], dict[str, list], dict]:
         counts = {c.topic: c.msgcount for c in reader.connections}
         stamps: dict[str, list] = {}
         messages: dict[str, list] = {}
+        in_order = []
         for connection, stamp, raw in reader.messages():
+            in_order.append(stamp)
             stamps.setdefault(connection.topic, []).append(stamp)
             messages.setdefault(connection.topic, []).append(store.deserialize_cdr(raw, connection.msgtype))
+    assert np.all(np.diff(in_order) >= 0), "bag stamps not monotonic across topics"
+    from mcap.reader import make_reader
+
+    with open(next(Path(path).glob("*.mcap")), "rb") as stream:  # as written, not as a reader sorts it
+        written = [message.log_time for _, _, message in make_reader(stream).iter_messages(log_time_order=False)]
+    assert np.all(np.diff(written) >= 0), "messages not written in the order they were received"
     for topic, values in stamps.items():
         assert np.all(np.diff(values) >= 0), f"{topic}: bag stamps not monotonic"
     custom = yaml.safe_load((path / "metadata.yaml").read_text())["rosbag2_bagfile_information"]["custom_data"]

@@ -107,11 +107,16 @@ class RecorderNode(Node):
     # --- messages ---------------------------------------------------------------------------
 
     def _take_messages(self) -> None:
-        """Everything the subscriptions received, in each topic's order, logged at its DDS reception time."""
+        """Everything the subscriptions received, offered in the order DDS received it (across topics, as one
+        callback per message had it), each logged at its reception time."""
+        taken = []
         for topic, msgtype, polled in self._inputs:
-            while (taken := polled.take()) is not None:
-                raw, info = taken
-                self._on_message(topic, msgtype, raw, info["received_timestamp"] or self.get_clock().now().nanoseconds)
+            while (message := polled.take()) is not None:
+                raw, info = message
+                taken.append((info["received_timestamp"] or self.get_clock().now().nanoseconds, topic, msgtype, raw))
+        taken.sort(key=lambda message: message[0])  # stable: a topic's own order stays
+        for stamp_ns, topic, msgtype, raw in taken:
+            self._on_message(topic, msgtype, raw, stamp_ns)
 
     def _on_message(self, topic: str, msgtype: str, raw: bytes, stamp_ns: int) -> None:
         started = time.perf_counter()
