@@ -114,6 +114,21 @@ def tf_message_bytes(layout: TfMessageLayout, matrices, stamp_ns: int) -> bytes:
     return layout.pack(stamp_ns, translations, rotations)
 
 
+class TfMessagePacker:
+    """``tf_message_bytes`` for whatever frames come: a ``TfMessageLayout`` per set of frames, made the first time
+    they come and kept (a tracker sample may lack a tracker; a joint state may name some of the joints)."""
+
+    def __init__(self):
+        self.layouts: dict[tuple[tuple[str, str], ...], TfMessageLayout] = {}
+
+    def pack(self, frames, matrices, stamp_ns: int) -> bytes:
+        frames = tuple(frames)
+        layout = self.layouts.get(frames)
+        if layout is None:
+            layout = self.layouts[frames] = TfMessageLayout(frames)
+        return tf_message_bytes(layout, matrices, stamp_ns)
+
+
 def make_hand_skeleton(
     side: str,
     joints,

@@ -77,18 +77,19 @@ def test_the_packed_tf_is_the_message_of_the_same_transforms_for_any_set_of_movi
     from rclpy.serialization import deserialize_message
     from tf2_msgs.msg import TFMessage
 
+    from rynn_common.ros_conversions import TfMessagePacker
     from rynn_robot_bridge.nodes.robot_state_publisher_node import stamped_transforms, transforms_bytes
 
-    layouts = {}
+    packer = TfMessagePacker()
     for stamp_sec, (names, positions) in enumerate([(["left_arm_joint1"], [0.2]), (["left_arm_joint1"], [-0.4]),
                                                     (["right_arm_joint1", "left_arm_joint2"], [0.1, 0.3])], start=1):
         transforms = core.update(names, positions)
-        packed = deserialize_message(transforms_bytes(layouts, transforms, stamp_sec * 10**9 + 7, "robot/"), TFMessage)
+        packed = deserialize_message(transforms_bytes(packer, transforms, stamp_sec * 10**9 + 7, "robot/"), TFMessage)
         assert packed == stamped_transforms(transforms, Time(sec=stamp_sec, nanosec=7), "robot/")
         rotation = packed.transforms[0].transform.rotation
         np.testing.assert_allclose([rotation.x, rotation.y, rotation.z, rotation.w],
                                    quaternions_xyzw(transforms[0].matrix[None, :3, :3])[0])
-    assert len(layouts) == 2  # one per set of frames, kept
+    assert len(packer.layouts) == 2  # one per set of frames, kept
 
 
 @pytest.mark.ros

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from tf2_msgs.msg import TFMessage
 
-from rynn_common.cdr_layout import TfMessageLayout
 from rynn_common.local_delivery import LocalPublisher
 from rynn_common.node_runner import run_node
 from rynn_common.qos import TF_QOS
-from rynn_common.ros_conversions import seconds_from_ns, tf_message_bytes, transform_fields
+from rynn_common.ros_conversions import TfMessagePacker, seconds_from_ns, transform_fields
 from rynn_common.ros_names import TF_TOPIC
 from rynn_retarget.nodes.operator_input import OperatorInputNode
 from rynn_retarget.operator.feed import TrackerNodeSettings
@@ -32,7 +31,7 @@ class TrackerNode(OperatorInputNode):
         self.tracker_frames = {name: getattr(frames, name) for name in TRACKER_NAMES}
         # composed: retarget's /tf in-process, every sample; DDS (recorder, viewers) at most dds_rate_hz
         self.publisher = LocalPublisher(self, TFMessage, TF_TOPIC, TF_QOS, self.settings.dds_rate_hz)
-        self.layouts: dict[tuple[str, ...], TfMessageLayout] = {}  # by the trackers a sample holds
+        self.tf_bytes = TfMessagePacker()  # only the feed's thread packs
         self.start_feed(self.settings.openvr.by_role())
         self.get_logger().info(
             f"publishing {len(TRACKER_NAMES)} trackers from source '{self.settings.source}' at "
@@ -41,7 +40,7 @@ class TrackerNode(OperatorInputNode):
         )
 
     def publish_frame(self, frame: OperatorFrame) -> None:
-        names = tuple(name for name in TRACKER_NAMES if name in frame.trackers)
+        names = [name for name in TRACKER_NAMES if name in frame.trackers]
         if not names:
             return
         frames = [(self.world_frame, self.tracker_frames[name]) for name in names]
@@ -49,10 +48,7 @@ class TrackerNode(OperatorInputNode):
         stamp_ns = self.get_clock().now().nanoseconds
 
         def message() -> bytes:  # only for DDS (the retarget node in-process takes the sample): no message built
-            layout = self.layouts.get(names)
-            if layout is None:
-                layout = self.layouts[names] = TfMessageLayout(frames)
-            return tf_message_bytes(layout, matrices, stamp_ns)
+            return self.tf_bytes.pack(frames, matrices, stamp_ns)
 
         seconds = seconds_from_ns(stamp_ns)
 

@@ -19,7 +19,6 @@ from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 from rynn_common.cdr import deserialize
-from rynn_common.cdr_layout import TfMessageLayout
 from rynn_common.clock_steps import create_steady_timer
 from rynn_common.description import resolve_urdf_path
 from rynn_common.node_runner import run_node
@@ -27,7 +26,7 @@ from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.polled_input import PolledSubscription
 from rynn_common.qos import LATCHED_QOS, LIVE_QOS, TF_QOS
-from rynn_common.ros_conversions import make_diagnostics, make_tf_message, tf_message_bytes
+from rynn_common.ros_conversions import TfMessagePacker, make_diagnostics, make_tf_message
 from rynn_common.ros_names import DIAGNOSTICS_TOPIC, JOINT_STATES_TOPIC, ROBOT_DESCRIPTION_TOPIC, TF_STATIC_TOPIC, TF_TOPIC
 from rynn_robot_bridge.robot_state import LinkTransform, RobotStatePublisherCore, RobotStatePublisherSettings
 
@@ -40,14 +39,11 @@ def stamped_transforms(transforms: list[LinkTransform], stamp, prefix: str = "")
     return make_tf_message(frames, [t.matrix for t in transforms], stamp)
 
 
-def transforms_bytes(layouts: dict, transforms: list[LinkTransform], stamp_ns: int, prefix: str = "") -> bytes:
+def transforms_bytes(packer: TfMessagePacker, transforms: list[LinkTransform], stamp_ns: int, prefix: str = "") -> bytes:
     """``stamped_transforms``' message as its CDR bytes (/tf at 20 Hz: 54 TransformStamped neither built nor
-    serialised); a layout per set of frames, kept in ``layouts``."""
-    frames = tuple((prefix + t.parent, prefix + t.child) for t in transforms)
-    layout = layouts.get(frames)
-    if layout is None:
-        layout = layouts[frames] = TfMessageLayout(frames)
-    return tf_message_bytes(layout, [t.matrix for t in transforms], stamp_ns)
+    serialised)."""
+    frames = [(prefix + t.parent, prefix + t.child) for t in transforms]
+    return packer.pack(frames, [t.matrix for t in transforms], stamp_ns)
 
 
 class RobotStatePublisherNode(Node):
@@ -61,7 +57,7 @@ class RobotStatePublisherNode(Node):
         self.prefix = settings.frame_prefix
         self.core = RobotStatePublisherCore(urdf_path)
         self.stats = PipelineStats()
-        self._tf_layouts: dict[tuple, TfMessageLayout] = {}  # by the moving joints a joint state names
+        self._tf_bytes = TfMessagePacker()
         self.description_pub = self.create_publisher(String, ROBOT_DESCRIPTION_TOPIC, LATCHED_QOS)
         self.static_pub = self.create_publisher(TFMessage, TF_STATIC_TOPIC, LATCHED_QOS)
         self.tf_pub = self.create_publisher(TFMessage, TF_TOPIC, TF_QOS)
@@ -94,7 +90,7 @@ class RobotStatePublisherNode(Node):
             return
         stamp = msg.header.stamp
         stamp_ns = stamp.sec * 1_000_000_000 + stamp.nanosec if (stamp.sec or stamp.nanosec) else self.get_clock().now().nanoseconds
-        self.tf_pub.publish(transforms_bytes(self._tf_layouts, transforms, stamp_ns, self.prefix))
+        self.tf_pub.publish(transforms_bytes(self._tf_bytes, transforms, stamp_ns, self.prefix))
         self.stats.count_output()
 
     def destroy_node(self):
