@@ -19,13 +19,25 @@ pytestmark = pytest.mark.ros
 RELIABLE = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
 
 
-def malformed(raw: bytes) -> list[bytes]:
-    """A good message cut short and with a length field spoiled (it keeps the frame names the receivers look for)."""
-    return [raw[:-3], raw[:len(raw) * 2 // 3], raw[:4] + b"\xff\xff\xff\xff" + raw[8:]]
+def malformed(msg, length_offset: int) -> list[bytes]:
+    """``msg``'s bytes cut short, and with the sequence length at ``length_offset`` spoiled (they keep the frame
+    names the receivers look for). Each is checked to be bytes no message of the type serialises to: a cut or a
+    spoiled field can still be a valid message (a JointState without its last 3 bytes is one; its bytes 4-8 are
+    the stamp's seconds, any value of which is valid)."""
+    from rclpy.serialization import serialize_message
+
+    from rynn_common.cdr import MalformedMessage, deserialize
+
+    raw = serialize_message(msg)
+    spoiled = raw[:length_offset] + b"\xff\xff\xff\xff" + raw[length_offset + 4:]
+    candidates = [raw[:len(raw) * 2 // 3], raw[:len(raw) // 3], spoiled]
+    for candidate in candidates:
+        with pytest.raises(MalformedMessage):
+            deserialize(candidate, type(msg))
+    return candidates
 
 
 def test_malformed_joint_states_and_tf_are_counted_and_the_nodes_live_on(ros_node, start_process):
-    from rclpy.serialization import serialize_message
     from sensor_msgs.msg import JointState
     from tf2_msgs.msg import TFMessage
 
@@ -49,10 +61,14 @@ def test_malformed_joint_states_and_tf_are_counted_and_the_nodes_live_on(ros_nod
 
     state = JointState(name=list(joint_names()), position=[0.0] * 54)
     tracker = chest_tracker_tf(ros_node.get_clock().now().to_msg(), 0.1)
-    bad_states, bad_trackers = malformed(serialize_message(state)), malformed(serialize_message(tracker))
+    # Offsets past the 4-byte encapsulation header: JointState's name count follows its header (stamp 8 bytes,
+    # frame_id "" as a 4-byte length and 1 byte, padded to 4); TFMessage starts with its transforms' count.
+    bad_states, bad_trackers = malformed(state, 4 + 8 + 8), malformed(tracker, 4)
 
     def counted() -> bool:
-        """Malformed bytes again until both nodes counted some (DDS may lose what it sent before the readers matched)."""
+        """Malformed bytes again until both nodes counted some (DDS may lose what it sent before the readers matched).
+        Only bytes that are malformed are sent: the robot state publisher deserialises only the newest joint state
+        at each tick (the older ones are dropped unread), so a valid one last would hide the bad ones."""
         for raw in bad_states:
             joint_pub.publish(raw)
         for raw in bad_trackers:
