@@ -9,13 +9,16 @@ measures from this separate process over DDS:
 * the canonical camera stream ``/camera/camera/color/image_raw``: frames per second
   and frame age (arrival wall time - header stamp), p50/p99, in digital mode, then
   (after ``/rynn/set_mode``) in real mode;
-* the 200 Hz command stream: ``/rynn/action`` inter-arrival here and the bridge's LCM
-  command-cycle period (its ``/rynn/status``);
+* the 200 Hz command stream: the rate the retarget node published ``/rynn/action`` at (the output
+  count in its ``/rynn/status``) and the bridge's LCM command-cycle period (its ``/rynn/status``);
+  ``--action-probe`` also subscribes here and prints the inter-arrival jitter, at a cost: a third reader
+  of the 200 Hz stream makes the retarget node's every write longer (``--action-probe`` in
+  docs/benchmarks.md), so the default leaves the graph's readers as a user's graph has them;
 * the CPU share (% of one core, psutil) of every graph process over each window, and
   the sum of everything that is not the world model or the simulated robot.
 
     .venv/bin/python benchmarks/bench_digital_latency.py [--seconds 20] [--warmup 8] [--runs 3] [--digital-only] [--json F]
-        [launch arguments name:=value ...]
+        [--action-probe] [launch arguments name:=value ...]
 
 e.g. ``compose:=false`` runs every node as its own process (see src/rynn_world_node/config/teleop_graph.yaml).
 The machine line says how loaded the machine was: the figures are only comparable
@@ -62,6 +65,7 @@ ALL_UP = re.compile(r"\[rynn_launch\] all \d+ nodes up")
 # Processes the graph's own-work budget (operator side, bridge, recorder, robot_state_publisher: <= 40 % of one
 # core in digital mode while recording) does not count: the model, the robot's stand-in, the optional console.
 NOT_BUDGETED = ("world_model", "sim_robot", "operator_console")
+RETARGET_NODE = "retarget_node"  # its /rynn/status source; its output count is the /rynn/action messages it published
 BUDGET_PERCENT = 40.0
 
 
@@ -144,9 +148,10 @@ def is_budgeted(name: str) -> bool:
 
 
 class CanonicalProbe:
-    """The independent subscriber: canonical frames (arrival - stamp), /rynn/action arrivals, node status."""
+    """The independent subscriber: canonical frames (arrival - stamp), node status (the retarget node's output
+    count: the /rynn/action rate), /rynn/action arrivals only with ``action_probe``."""
 
-    def __init__(self, node):
+    def __init__(self, node, action_probe: bool = False):
         from diagnostic_msgs.msg import DiagnosticArray
         from rclpy.qos import QoSProfile, ReliabilityPolicy
         from rynn_teleop_msgs.msg import RobotAction, TeleopStatus
@@ -154,6 +159,7 @@ class CanonicalProbe:
 
         self.ages: list[float] = []
         self.action_arrivals: list[float] = []
+        self.action_counts: list[tuple[float, int]] = []  # (status stamp s, actions published so far)
         self.status: dict[str, object] = {}
         self.counters: dict[str, dict[str, str]] = {}  # per /diagnostics status: its rejected.*/dropped.* counters
         self.frames_seen = 0
@@ -161,15 +167,21 @@ class CanonicalProbe:
         # rclpy's usual depth: at 2 this probe's own queue dropped frames of a 4-frame block that came 16 ms apart
         node.create_subscription(Image, IMAGE_TOPIC, self._on_image,
                                  QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
-        node.create_subscription(RobotAction, ACTION_TOPIC, self._on_action,
-                                 QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE))
-        node.create_subscription(TeleopStatus, STATUS_TOPIC, lambda msg: self.status.__setitem__(msg.source, msg), 20)
+        if action_probe:
+            node.create_subscription(RobotAction, ACTION_TOPIC, self._on_action,
+                                     QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE))
+        node.create_subscription(TeleopStatus, STATUS_TOPIC, self._on_status, 20)
         node.create_subscription(DiagnosticArray, DIAGNOSTICS_TOPIC, self._on_diagnostics, 20)
 
     def _on_diagnostics(self, msg) -> None:
         for status in msg.status:
             self.counters[status.name] = {kv.key: kv.value for kv in status.values
                                           if kv.key.startswith(("rejected.", "dropped.")) or kv.key.endswith(".count")}
+
+    def _on_status(self, msg) -> None:
+        self.status[msg.source] = msg
+        if msg.source == RETARGET_NODE and self.measuring:
+            self.action_counts.append((msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9, msg.outputs))
 
     def _on_image(self, msg) -> None:
         arrived = time.time()
@@ -182,7 +194,7 @@ class CanonicalProbe:
             self.action_arrivals.append(time.monotonic())
 
     def reset(self) -> None:
-        self.ages, self.action_arrivals = [], []
+        self.ages, self.action_arrivals, self.action_counts = [], [], []
 
 
 def spin_for(executor, seconds: float) -> None:
@@ -230,8 +242,16 @@ def measure(label: str, probe: CanonicalProbe, executor, cpu: CpuMeter, options)
     elapsed = time.monotonic() - started
     probe.measuring = False
     return {"label": label, "seconds": elapsed, "ages": np.asarray(probe.ages), "actions": np.asarray(probe.action_arrivals),
+            "action_rate": action_rate(probe.action_counts),
             "world_model_published": published_frames(probe) - published_before, "bridge_relayed": relayed_frames(probe) - relayed_before,
             "cpu": cpu.shares(), "status": dict(probe.status), "counters": dict(probe.counters)}
+
+
+def action_rate(counts: list[tuple[float, int]]) -> float:
+    """Actions a second between the first and last retarget status of a window (nan with fewer than two)."""
+    if len(counts) < 2 or counts[-1][0] <= counts[0][0]:
+        return float("nan")
+    return (counts[-1][1] - counts[0][1]) / (counts[-1][0] - counts[0][0])
 
 
 def report(window: dict) -> None:
@@ -242,6 +262,7 @@ def report(window: dict) -> None:
               f"p99 {np.percentile(ages, 99):6.1f} ms, max {ages.max():6.1f} ms (n={ages.size})")
     else:
         print("  canonical image: NO FRAMES")
+    print(f"  /rynn/action published: {window['action_rate']:5.0f} Hz (the retarget node's status count)")
     arrivals = np.diff(window["actions"])
     if arrivals.size:
         deviation = np.abs(arrivals - 0.005) * 1e3
@@ -274,14 +295,14 @@ def report(window: dict) -> None:
 
 def figures(window: dict) -> dict[str, float]:
     """One mode's headline figures: canonical FPS, frame age p50/p99 (ms), the bridge's command period p99 (ms),
-    the budgeted CPU and the CPU left idle on this machine (% of one core)."""
+    the /rynn/action rate, the budgeted CPU and the CPU left idle on this machine (% of one core)."""
     ages, seconds = window["ages"] * 1e3, window["seconds"]
     period = next((entry.p99 * 1e3 for entry in getattr(window["status"].get("rynn_bridge"), "latencies", [])
                    if entry.stage == "command_period"), float("nan"))
     cpu = window["cpu"]
     return {"fps": ages.size / seconds, "age_p50": float(np.percentile(ages, 50)) if ages.size else float("nan"),
             "age_p99": float(np.percentile(ages, 99)) if ages.size else float("nan"), "command_p99": period,
-            "budgeted": sum(share for name, share in cpu.items() if is_budgeted(name)),
+            "action_hz": window["action_rate"], "budgeted": sum(share for name, share in cpu.items() if is_budgeted(name)),
             "idle": 100.0 * (os.cpu_count() or 1) - sum(cpu.values())}
 
 
@@ -307,15 +328,18 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1, help="start the graph this many times; then min/median/max")
     parser.add_argument("--digital-only", action="store_true", help="measure digital mode only (comparing world models)")
     parser.add_argument("--json", type=Path, help="also write each run's figures and CPU shares here")
+    parser.add_argument("--action-probe", action="store_true",
+                        help="also subscribe to /rynn/action here (inter-arrival jitter; one more reader of the 200 Hz stream)")
     options = parser.parse_args()
     runs = [run_once(options) for _ in range(options.runs)]
     if options.runs > 1:
-        print(f"\n== {options.runs} runs (fps; ages and command period in ms; budgeted and idle CPU in % of one core; "
-              f"budget <= {BUDGET_PERCENT:g})\n{summary(runs)}")
+        print(f"\n== {options.runs} runs (fps; ages and command period in ms; action_hz: /rynn/action published; "
+              f"budgeted and idle CPU in % of one core; budget <= {BUDGET_PERCENT:g})\n{summary(runs)}")
     if options.json:
         options.json.parent.mkdir(parents=True, exist_ok=True)
         options.json.write_text(json.dumps({
-            "arguments": options.arguments, "set": options.set, "seconds": options.seconds, "machine": machine_info(),
+            "arguments": options.arguments, "set": options.set, "action_probe": options.action_probe,
+            "seconds": options.seconds, "machine": machine_info(),
             "runs": [[{"mode": w["label"], **figures(w), "cpu": w["cpu"]} for w in windows] for windows in runs]}, indent=1))
         print(f"figures written to {options.json}")
 
@@ -342,7 +366,7 @@ def run_once(options) -> list[dict]:
         executor.add_node(node)
         windows = []
         try:
-            probe = CanonicalProbe(node)
+            probe = CanonicalProbe(node, options.action_probe)
             cpu = CpuMeter(processes)
             recording = call(executor, node.create_client(Trigger, RECORDER_SERVICES["start"]), Trigger.Request())
             print(f"recorder: {recording.message}", flush=True)

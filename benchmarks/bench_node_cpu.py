@@ -5,7 +5,8 @@ Starts the graph (rynn_world's teleop_graph.yaml) through the embedded launcher 
 model, simulated robot), waits ``--warmup`` seconds, then reads each process's user + system CPU time
 over ``--seconds`` (bench_digital_latency's CpuMeter). On a shared, loaded machine wall-clock shares mislead: CPU-seconds a
 process *used* per second it ran, and per message it handled, do not depend on how much other
-work ran beside it (as long as the graph keeps its rates: the /rynn/action rate is printed).
+work ran beside it (as long as the graph keeps its rates: the /rynn/action rate, from the retarget node's status
+count, is printed; this process does not subscribe to the 200 Hz stream, as bench_digital_latency).
 
 ``--profile NAME`` also samples that process (e.g. ``operator``, ``rynn_recorder``) with py-spy
 over the window (Python frames of running threads, without pausing the process) and prints the
@@ -31,8 +32,19 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_digital_latency import BUDGET_PERCENT, STARTED, CpuMeter, call, is_budgeted, launch_command, machine_info, start_graph
-from rynn_common.ros_names import ACTION_TOPIC, RECORDER_SERVICES
+from bench_digital_latency import (
+    BUDGET_PERCENT,
+    RETARGET_NODE,
+    STARTED,
+    CpuMeter,
+    action_rate,
+    call,
+    is_budgeted,
+    launch_command,
+    machine_info,
+    start_graph,
+)
+from rynn_common.ros_names import RECORDER_SERVICES, STATUS_TOPIC
 
 
 def start_profile(pid: int, seconds: float, output: Path) -> subprocess.Popen:
@@ -108,8 +120,7 @@ def main() -> None:
 
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
-    from rclpy.qos import QoSProfile, ReliabilityPolicy
-    from rynn_teleop_msgs.msg import RobotAction
+    from rynn_teleop_msgs.msg import TeleopStatus
     from std_srvs.srv import Trigger
 
     with tempfile.TemporaryDirectory(prefix="bench_node_cpu_") as tmp:
@@ -124,9 +135,13 @@ def main() -> None:
         node = rclpy.create_node("bench_node_cpu")
         executor = SingleThreadedExecutor()
         executor.add_node(node)
-        actions = []
-        node.create_subscription(RobotAction, ACTION_TOPIC, lambda _msg: actions.append(time.monotonic()),
-                                 QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+        action_counts = []  # (stamp s, /rynn/action messages published so far), from the retarget node's status
+
+        def on_status(msg) -> None:
+            if msg.source == RETARGET_NODE:
+                action_counts.append((msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9, msg.outputs))
+
+        node.create_subscription(TeleopStatus, STATUS_TOPIC, on_status, 20)
         try:
             started = call(executor, node.create_client(Trigger, RECORDER_SERVICES["start"]), Trigger.Request())
             print(f"recorder: {started.message}", flush=True)
@@ -138,13 +153,14 @@ def main() -> None:
             profiled = processes.get(options.profile)
             names = thread_names(profiled) if profiled else {}
             cpu = CpuMeter(processes)
-            actions.clear()
+            action_counts.clear()
             threads_before = thread_seconds(profiled) if profiled else {}
             cpu.start()
             window_end = time.monotonic() + options.seconds
             while time.monotonic() < window_end:
                 executor.spin_once(timeout_sec=0.05)
             elapsed, used = cpu.used()
+            rate = action_rate(action_counts)
             threads_after = thread_seconds(profiled) if profiled else {}
             call(executor, node.create_client(Trigger, RECORDER_SERVICES["stop"]), Trigger.Request())
             if profiler is not None:
@@ -157,8 +173,8 @@ def main() -> None:
             launcher.send_signal(signal.SIGINT)
             launcher.wait(timeout=90)
 
-        ticks = len(actions)
-        print(f"\n{elapsed:.1f} s measured; /rynn/action received here: {ticks / elapsed:.0f} Hz (nominal 200)")
+        ticks = rate * elapsed if rate == rate else 0  # nan: no two statuses
+        print(f"\n{elapsed:.1f} s measured; /rynn/action published: {rate:.0f} Hz (nominal 200; the retarget node's status)")
         print(f"  {'process':26s} {'% of a core':>12s} {'CPU ms per 200 Hz tick':>24s}")
         budgeted = 0.0
         for name, seconds in sorted(used.items(), key=lambda item: -item[1]):

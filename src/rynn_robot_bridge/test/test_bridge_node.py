@@ -556,7 +556,9 @@ def test_no_frame_of_the_old_source_is_published_after_the_switch_across_50_swit
             answered += 1
             wait_until(lambda: False, 0.2, spin=spin)  # ~10 s of switching, both sources streaming
         # A deadline: under make test-under-load this process had not taken all 51 mode messages within 10 s.
-        assert wait_until(lambda: len(operator.mode_written_ns) >= 51, 60.0, spin=spin), len(operator.mode_written_ns)
+        assert wait_until(lambda: len(operator.mode_written_ns) >= 51, 60.0, spin=spin), (
+        "mode messages taken (mode, ms after the first):",
+        [(mode, (at - operator.mode_written_ns[0][1]) // 10**6) for mode, at in operator.mode_written_ns])
         wait_until(lambda: False, 0.5, spin=spin)  # frames still in flight arrive
     finally:
         robot.close()
