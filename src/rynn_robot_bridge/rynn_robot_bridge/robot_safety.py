@@ -199,6 +199,11 @@ class CommandGate:
         return fault
 
 
+# Slack on the time between two measured states in the position-jump check: states taken up to this much later
+# than they arrived (a starved thread, or the bridge taking them in batches in digital mode) are not rejected.
+ARRIVAL_JITTER_S = 0.02
+
+
 class StateValidator:
     """The bridge's check of each measured robot state before anything is derived from it.
 
@@ -221,7 +226,7 @@ class StateValidator:
         position_margin_rad: float,
         velocity_factor: float,
         stale_after_s: float,
-        arrival_jitter_s: float = 0.02,
+        arrival_jitter_s: float = ARRIVAL_JITTER_S,
     ):
         if position_margin_rad < 0 or velocity_factor < 1 or stale_after_s <= 0:
             raise ValueError("need position_margin_rad >= 0, velocity_factor >= 1 and stale_after_s > 0")

@@ -2,6 +2,7 @@
 
 import os
 import threading
+import time
 from pathlib import Path
 
 import lcm
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 
 from rynn_robot_bridge.bridge.commander import RobotCommand
-from rynn_robot_bridge.bridge.lcm_link import LcmRobotLink, receive_buffer_note, with_receive_buffer
+from rynn_robot_bridge.bridge.lcm_link import LcmRobotLink, receive_buffer_note, state_batch_interval_s, with_receive_buffer
 from rynn_robot_bridge.bridge.rate_loop import FixedRateThread, next_deadline
 from rynn_robot_bridge.lcm_protocol import MODE_HOLD, MODE_POSITION, NUM_JOINTS, RobotState, decode_command, encode_state
 
@@ -99,6 +100,37 @@ def test_the_link_names_its_receive_thread_once_started(lcm_url, wait_until):
     finally:
         link.stop()
     assert handled_on == [link.native_id]
+
+
+def test_states_taken_in_batches_all_arrive_in_order_and_the_thread_wakes_once_a_batch(lcm_url, wait_until):
+    """``batch_interval_s`` (the bridge's digital mode): the states of a 500 Hz stream are taken in groups, one
+    after another, with a pause between groups, and none is lost. Taken each as it comes, the same stream leaves
+    no pause that long on an idle machine (a busy one may add some: this checks only that batching makes them)."""
+    handled: list[tuple[int, float]] = []
+    link = LcmRobotLink(lcm_url, "TEST_COMMAND", "TEST_STATE", lambda state, at: handled.append((state.sequence, at)))
+    link.batch_interval_s = state_batch_interval_s(10.0)
+    robot = lcm.LCM(lcm_url)
+    link.start()
+    try:
+        position = np.zeros(NUM_JOINTS)
+        for sequence in range(1, 501):  # 1 s at 500 Hz
+            robot.publish("TEST_STATE", encode_state(robot_state(sequence, position)))
+            time.sleep(0.002)
+        assert wait_until(lambda: len(handled) == 500, 10.0), len(handled)
+    finally:
+        link.stop()
+    assert [sequence for sequence, _ in handled] == list(range(1, 501))
+    gaps = np.diff([at for _, at in handled])
+    pauses = int((gaps >= 0.008).sum())  # between batches: the 10 ms sleep (a state comes every 2 ms)
+    back_to_back = int((gaps < 0.0005).sum())  # within a batch: the states queued while the thread slept
+    assert pauses >= 20 and back_to_back >= 250, (pauses, back_to_back)
+
+
+def test_the_state_batch_interval_leaves_half_the_validators_arrival_slack():
+    assert state_batch_interval_s(0.0) == 0.0 and state_batch_interval_s(10.0) == pytest.approx(0.01)
+    for milliseconds in (10.5, -1.0):
+        with pytest.raises(ValueError, match="digital_state_batch_ms must be within 0 and 10"):
+            state_batch_interval_s(milliseconds)
 
 
 def test_receive_buffer_option_is_added_to_udpm_urls_without_one():

@@ -14,6 +14,11 @@ busy processes); Linux caps the request
 at ``net.core.rmem_max``, reported at start-up) and LCM's own queue per
 subscription, 30 messages by default (``STATE_QUEUE_MESSAGES`` here). Either one
 full drops packets unseen and uncounted.
+
+``batch_interval_s`` > 0 takes the states in batches: after a state the thread takes every state queued
+behind it, then sleeps that long, so a 500 Hz stream wakes it once a batch instead of once a state (the
+bridge does so in digital mode, where the states only keep the real robot's pose current; the LCM library's
+own receive thread queues them meanwhile). 0 takes each state as it comes.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import lcm
 
 from rynn_robot_bridge.bridge.commander import RobotCommand
 from rynn_robot_bridge.lcm_protocol import MODE_HOLD, MODE_POSITION, NUM_JOINTS, MalformedPacket, RobotState, decode_state, encode_command
+from rynn_robot_bridge.robot_safety import ARRIVAL_JITTER_S
 
 RMEM_MAX = Path("/proc/sys/net/core/rmem_max")
 STATE_QUEUE_MESSAGES = 2000  # LCM's queue for the state subscription: what the 4 MiB socket buffer holds, and more
@@ -38,6 +44,17 @@ def with_receive_buffer(url: str, size_bytes: int) -> str:
     if not url.startswith("udpm://") or size_bytes <= 0 or "recv_buf_size=" in url:
         return url
     return f"{url}{'&' if '?' in url else '?'}recv_buf_size={int(size_bytes)}"
+
+
+def state_batch_interval_s(milliseconds: float) -> float:
+    """``batch_interval_s`` for a setting in ms. A state of a batch is taken up to that much after it arrived, and
+    the state validator allows ``ARRIVAL_JITTER_S`` of such lateness: at most half of it, the rest being left for
+    a starved thread."""
+    limit_ms = ARRIVAL_JITTER_S * 1e3 / 2
+    if not 0.0 <= milliseconds <= limit_ms:
+        raise ValueError(f"digital_state_batch_ms must be within 0 and {limit_ms:g} (half the state validator's "
+                         f"{ARRIVAL_JITTER_S * 1e3:g} ms arrival slack), got {milliseconds:g}")
+    return milliseconds / 1e3
 
 
 def receive_buffer_note(url: str, rmem_max_path: Path = RMEM_MAX) -> str:
@@ -72,6 +89,7 @@ class LcmRobotLink:
         self._subscription = self._lcm.subscribe(state_channel, self._handle_state)
         self._subscription.set_queue_capacity(STATE_QUEUE_MESSAGES)
         self.native_id: int | None = None
+        self.batch_interval_s = 0.0  # read by the receive thread at each batch
         self._started = threading.Event()
         self._running = threading.Event()
         self._thread = threading.Thread(target=self._receive, name="lcm_state_receiver", daemon=True)
@@ -112,7 +130,10 @@ class LcmRobotLink:
         self.native_id = threading.get_native_id()
         self._started.set()
         while self._running.is_set():
-            self._lcm.handle_timeout(50)
+            if self._lcm.handle_timeout(50) > 0 and self.batch_interval_s > 0:
+                while self._lcm.handle_timeout(0) > 0:  # the states queued behind it
+                    pass
+                time.sleep(self.batch_interval_s)
 
     def _handle_state(self, _channel: str, data: bytes) -> None:
         received_at = time.monotonic()

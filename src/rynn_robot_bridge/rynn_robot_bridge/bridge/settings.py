@@ -35,6 +35,7 @@ class BridgeSettings:
     command_loop_stall_ms: float = 250.0  # no command cycle for this long: status fault
     command_realtime_priority: int = 50  # SCHED_FIFO priority of the 200 Hz command thread; 0 = normal scheduling
     threads_realtime_priority: int = 48  # real mode: SCHED_FIFO priority of the LCM state and executor threads; 0 = normal
+    digital_state_batch_ms: float = 10.0  # digital mode: robot states taken in batches this far apart; 0 = each at once
     camera_stall_timeout_ms: float = 500.0  # active camera source silent this long: fault
     camera_max_future_ms: float = 500.0  # a frame stamped further ahead of this node's clock is rejected
     velocity_scale: float = 1.0  # fraction of the URDF velocity limits allowed per command step

@@ -58,7 +58,7 @@ from rynn_common.ros_names import ACTION_TOPIC, DIAGNOSTICS_TOPIC, JOINT_STATES_
 from rynn_robot_bridge.bridge.camera_router import CameraRouter, FrameFormat, Routed
 from rynn_robot_bridge.bridge.commander import RobotCommander
 from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
-from rynn_robot_bridge.bridge.lcm_link import LcmRobotLink, receive_buffer_note, with_receive_buffer
+from rynn_robot_bridge.bridge.lcm_link import LcmRobotLink, receive_buffer_note, state_batch_interval_s, with_receive_buffer
 from rynn_robot_bridge.bridge.mode import Mode
 from rynn_robot_bridge.bridge.rate_loop import FixedRateThread, set_thread_scheduling
 from rynn_robot_bridge.bridge.settings import BridgeSettings
@@ -74,6 +74,7 @@ class BridgeNode(Node):
         super().__init__(NODE_NAME)
         settings, lcm_settings = self._declare_parameters()
         start_mode = Mode.parse(settings.start_mode)
+        self._digital_state_batch_s = state_batch_interval_s(settings.digital_state_batch_ms)
         now = time.monotonic()
         self.stats = PipelineStats()
         self._stats_lock = threading.Lock()
@@ -142,7 +143,9 @@ class BridgeNode(Node):
             f"bridge up in {start_mode.label} mode; LCM {lcm_settings.url} "
             f"(commands {lcm_settings.command_channel} at {lcm_settings.command_rate_hz:g} Hz, "
             f"thread {self.command_loop.scheduling}; state {lcm_settings.state_channel}; "
-            f"threads in {start_mode.label} mode: {', '.join(f'{n} {s}' for n, s in self.thread_scheduling.items())})"
+            f"threads in {start_mode.label} mode: {', '.join(f'{n} {s}' for n, s in self.thread_scheduling.items())}; "
+            f"robot states taken each as it comes in real mode, in {settings.digital_state_batch_ms:g} ms batches "
+            "in digital mode)"
         )
         if self.command_loop.scheduling.startswith("normal:"):
             self.get_logger().warning(f"command thread: {self.command_loop.scheduling}")
@@ -290,7 +293,10 @@ class BridgeNode(Node):
     def _schedule_threads(self, mode: Mode) -> None:
         """Real mode: the LCM state and executor threads at SCHED_FIFO (``threads_realtime_priority``), so none
         holding the interpreter lock the command thread waits for is preempted by the rest of the graph; digital
-        mode commands nothing and they stay normal, leaving the CPU to the world model."""
+        mode commands nothing and they stay normal, leaving the CPU to the world model, and the 500 Hz robot
+        states, which there only keep the real robot's pose current for the switch back, are taken in batches
+        (``digital_state_batch_ms``: one wake-up of the LCM thread a batch, 2-3 % of a core less)."""
+        self.link.batch_interval_s = self._digital_state_batch_s if mode == Mode.DIGITAL else 0.0
         priority = self._threads_priority if mode == Mode.REAL else 0
         self.thread_scheduling = {name: set_thread_scheduling(native_id, priority)
                                   for name, native_id in self._mode_scheduled_threads.items()}
