@@ -272,7 +272,8 @@ def report(window: dict) -> None:
     for entry in getattr(bridge, "latencies", []):
         if entry.stage == "command_period":
             print(f"  bridge LCM command cycle period p50 {entry.p50 * 1e3:.2f}  p99 {entry.p99 * 1e3:.2f} ms")
-    counters = {key: value for key, value in window["counters"].get("rynn_bridge", {}).items() if "camera" in key and value != "0"}
+    counters = {key: value for key, value in window["counters"].get("rynn_bridge", {}).items()
+                if "camera" in key and key.startswith(("rejected.", "dropped.")) and value != "0"}
     print(f"  bridge camera rejections so far: {counters or 'none'}")
     world = window["status"].get("world_model_node")
     if world is not None:
