@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
-from rynn_retarget.kinematics.robot_model import load_model
+from rynn_retarget.kinematics.robot_model import load_model, placement_views
 
 
 @dataclass(frozen=True)
@@ -74,17 +74,13 @@ class RobotStatePublisherCore:
             if joint.nq not in (1, 2):
                 raise ValueError(f"joint {name} has {joint.nq} position variables; only 1-DoF joints are supported")
             self._q_index[name] = (joint.idx_q, joint.nq)
-        # The moving transforms are computed together from numpy views of the frame placements in ``data``
-        # (eigenpy hands out references into Pinocchio's storage, rewritten in place by each forward
-        # kinematics; ``data`` is never replaced): 54 SE3 objects and Frame copies a message took ~240 us.
+        # The moving transforms are computed together from views of the placements (54 SE3 objects and Frame
+        # copies a message took ~240 us); the link names are looked up once.
         edges = list(self._moving.values())
         self._moving_row = {name: row for row, name in enumerate(self._moving)}
         self._moving_links = [(frames[e.parent_frame].name, frames[e.child_frame].name) for e in edges]
-        placements = self.data.oMf
-        self._parent_rotations = [placements[e.parent_frame].rotation for e in edges]
-        self._parent_translations = [placements[e.parent_frame].translation for e in edges]
-        self._child_rotations = [placements[e.child_frame].rotation for e in edges]
-        self._child_translations = [placements[e.child_frame].translation for e in edges]
+        self._parent_rotations, self._parent_translations = placement_views(self.data, [e.parent_frame for e in edges])
+        self._child_rotations, self._child_translations = placement_views(self.data, [e.child_frame for e in edges])
 
     @property
     def root_link(self) -> str:
