@@ -180,8 +180,9 @@ class CanonicalProbe:
 
     def _on_status(self, msg) -> None:
         self.status[msg.source] = msg
-        if msg.source == RETARGET_NODE and self.measuring:
-            self.action_counts.append((msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9, msg.outputs))
+        count = action_count(msg)
+        if count is not None and self.measuring:
+            self.action_counts.append(count)
 
     def _on_image(self, msg) -> None:
         arrived = time.time()
@@ -245,6 +246,13 @@ def measure(label: str, probe: CanonicalProbe, executor, cpu: CpuMeter, options)
             "action_rate": action_rate(probe.action_counts),
             "world_model_published": published_frames(probe) - published_before, "bridge_relayed": relayed_frames(probe) - relayed_before,
             "cpu": cpu.shares(), "status": dict(probe.status), "counters": dict(probe.counters)}
+
+
+def action_count(status) -> tuple[float, int] | None:
+    """(stamp s, /rynn/action messages published so far) from a /rynn/status message of the retarget node, else None."""
+    if status.source != RETARGET_NODE:
+        return None
+    return status.header.stamp.sec + status.header.stamp.nanosec * 1e-9, status.outputs
 
 
 def action_rate(counts: list[tuple[float, int]]) -> float:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import math
 import signal
 import subprocess
 import sys
@@ -34,9 +35,9 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_digital_latency import (
     BUDGET_PERCENT,
-    RETARGET_NODE,
     STARTED,
     CpuMeter,
+    action_count,
     action_rate,
     call,
     is_budgeted,
@@ -138,8 +139,9 @@ def main() -> None:
         action_counts = []  # (stamp s, /rynn/action messages published so far), from the retarget node's status
 
         def on_status(msg) -> None:
-            if msg.source == RETARGET_NODE:
-                action_counts.append((msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9, msg.outputs))
+            count = action_count(msg)
+            if count is not None:
+                action_counts.append(count)
 
         node.create_subscription(TeleopStatus, STATUS_TOPIC, on_status, 20)
         try:
@@ -173,7 +175,7 @@ def main() -> None:
             launcher.send_signal(signal.SIGINT)
             launcher.wait(timeout=90)
 
-        ticks = rate * elapsed if rate == rate else 0  # nan: no two statuses
+        ticks = 0 if math.isnan(rate) else rate * elapsed  # nan: fewer than two retarget statuses
         print(f"\n{elapsed:.1f} s measured; /rynn/action published: {rate:.0f} Hz (nominal 200; the retarget node's status)")
         print(f"  {'process':26s} {'% of a core':>12s} {'CPU ms per 200 Hz tick':>24s}")
         budgeted = 0.0
