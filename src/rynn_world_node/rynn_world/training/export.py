@@ -8,6 +8,7 @@ returns it), as a safetensors file with one tensor "prompt_embeds" of shape (tok
 runs with) from it when the transformer weights carry none; without the file it starts at zeros.
 """
 
+import shutil
 from pathlib import Path
 
 import torch
@@ -29,6 +30,18 @@ def save_world_model(directory, transformer: RynnWorldTransformer | None = None,
     if vae is not None:
         vae.save_pretrained(str(directory / "vae"), safe_serialization=True)
     return directory
+
+
+def save_with_transformer(source, out, transformer: RynnWorldTransformer) -> Path:
+    """A copy of checkpoint `source` (vae/, tiny_decoder/, ...) with another transformer: what a variant
+    derived from a trained model (deeper, finer patches) needs to be served and fine-tuned."""
+    source, out = Path(source), Path(out)
+    if out.exists():
+        shutil.rmtree(out)
+    for part in source.iterdir():
+        if part.is_dir() and part.name != "transformer":
+            shutil.copytree(part, out / part.name)
+    return save_world_model(out, transformer)
 
 
 def load_vae(config: WorldModelConfig, checkpoint: str | None, device=None, dtype=torch.float32) -> AutoencoderKLWan:

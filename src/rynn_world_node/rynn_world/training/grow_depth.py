@@ -14,14 +14,13 @@ output is a checkpoint the node serves and the fine-tune starts from.
 
 import argparse
 import copy
-import shutil
 from pathlib import Path
 
 import torch
 
 from ..model.configs import get_config
 from ..model.transformer import RynnWorldTransformer
-from .export import load_or_build_transformer, save_world_model
+from .export import load_or_build_transformer, save_with_transformer
 
 
 def identity_block(template: torch.nn.Module) -> torch.nn.Module:
@@ -80,12 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     transformer = load_or_build_transformer(get_config(args.config), str(args.checkpoint))
     grown = grow_depth(transformer, args.layers)
-    if args.out.exists():
-        shutil.rmtree(args.out)
-    for part in args.checkpoint.iterdir():
-        if part.is_dir() and part.name != "transformer":
-            shutil.copytree(part, args.out / part.name)
-    save_world_model(args.out, grown)
+    save_with_transformer(args.checkpoint, args.out, grown)
     params = sum(p.numel() for p in grown.parameters())
     print(f"{args.out}: {len(transformer.blocks)} -> {args.layers} blocks, {params / 1e6:.2f} M parameters")
 
