@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # The model-size / speed frontier of the embedded_cpu world model (about 25 min a variant on two CPU cores:
-# 12-17 min of fine-tune, 4 of evaluation, 3 of graph runs; tasks200 first encodes its 2191 clips, 30 min):
-# for each transformer depth, the packaged model grown to it (identity blocks: it starts exactly where the shipped
-# model is), fine-tuned on the shipped fine-tune's mix (frontier_cpu.yaml), scored served on held-out task and
-# synthetic clips; then each run twice in the default recording graph, alternating; the frontier table and plot go
-# into the model card.
+# 12-17 min of fine-tune, 4 of evaluation, 3 of graph runs; tasks200 first encodes its 2191 clips, 30 min; a 1x1 patch
+# fine-tunes about 7x slower than the 2x2 one): for each transformer variant, the packaged model grown to its depth
+# (identity blocks: it starts exactly where the shipped model is) and, for a finer patch, refined onto that grid
+# (rynn_world.training.refine_patches), fine-tuned on the shipped fine-tune's mix (frontier_cpu.yaml), scored served
+# on held-out task and synthetic clips; then each run twice in the default recording graph, alternating with the
+# packaged model; the frontier table and plot go into the model card, beside the points it already has.
 # Needs the data of scripts/train_default_model.sh (data/sim_episodes_208x128, data/task_episodes_*_208x128).
-# Every step resumes; usage: scripts/train_frontier.sh [DEPTH[:DATA] ...]   (default: 3 6 3:tasks200)
-# DATA names a mix other than the shipped fine-tune's, config frontier_DATA_cpu.yaml: tasks200 is every task episode
-# (50 a task: train_default_model.sh's task-episode command with --episodes 50) instead of the first 8 a task.
+# Every step resumes; usage: scripts/train_frontier.sh [DEPTH[pPATCH][:DATA] ...]   (default: 3 6 3:tasks200)
+# PATCH is the DiT's latent cells per token along height and width (the packaged model's is 2): 3p1 is three
+# blocks with one token per latent cell. DATA names a mix other than the shipped fine-tune's, config
+# frontier_DATA_cpu.yaml: tasks200 is every task episode (50 a task: train_default_model.sh's task-episode command
+# with --episodes 50) instead of the first 8 a task.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=${PY:-.venv/bin/python}
@@ -21,14 +24,21 @@ declare -A DATA_NAME=([tasks200]="200 task episodes")
 VARIANTS=()
 DIRS=()
 for SPEC in "$@"; do
-  DEPTH=${SPEC%%:*}
-  DATA=${SPEC#"$DEPTH"}; DATA=${DATA#:}
+  MODEL=${SPEC%%:*}
+  DATA=${SPEC#"$MODEL"}; DATA=${DATA#:}
+  DEPTH=${MODEL%%p*}
+  PATCH=${MODEL#"$DEPTH"}; PATCH=${PATCH#p}
   START=$FRONTIER/blocks_$DEPTH/start
   [ -d $START ] || "$PY" -m rynn_world.training.grow_depth --checkpoint $PACKAGED --layers "$DEPTH" --out $START
-  if [ -z "$DATA" ]; then
-    V=$FRONTIER/blocks_$DEPTH; CONFIG=frontier_cpu.yaml; NAME="$DEPTH blocks"
-  else
-    V=$FRONTIER/blocks_${DEPTH}_$DATA; CONFIG=frontier_${DATA}_cpu.yaml; NAME="$DEPTH blocks, ${DATA_NAME[$DATA]:-$DATA}"
+  V=$FRONTIER/blocks_$DEPTH; NAME="$DEPTH blocks"
+  if [ -n "$PATCH" ]; then
+    V=${V}_patch$PATCH; NAME="$NAME, patch ${PATCH}x$PATCH"
+    [ -d $V/start ] || "$PY" -m rynn_world.training.refine_patches --checkpoint $START --patch 1 "$PATCH" "$PATCH" --out $V/start
+    START=$V/start
+  fi
+  CONFIG=frontier_cpu.yaml
+  if [ -n "$DATA" ]; then
+    V=${V}_$DATA; CONFIG=frontier_${DATA}_cpu.yaml; NAME="$NAME, ${DATA_NAME[$DATA]:-$DATA}"
   fi
   "$PY" -m rynn_world.training.distill --config $CONFIGS/$CONFIG teacher_checkpoint=$START run.output_dir=$V/train
   cp -r $START/tiny_decoder $START/tiny_control_encoder $V/train/final_warmup/
@@ -40,11 +50,18 @@ for SPEC in "$@"; do
   VARIANTS+=(--variant "$NAME" $V)
   DIRS+=($V)
 done
-# The graph runs alternate between the variants, so a machine that slows down slows them alike.
+# The graph runs alternate between the variants and the packaged model, so a machine that slows down slows them alike.
+PACKAGED_POINT=$FRONTIER/packaged
+mkdir -p $PACKAGED_POINT
+ln -sfn "$PWD/$PACKAGED" $PACKAGED_POINT/checkpoint
+for PART in tasks:eval_served_tasks_cpu.yaml sim:eval_served_cpu.yaml; do
+  [ -f $PACKAGED_POINT/${PART%%:*}/results.json ] || "$PY" -m rynn_world.evaluation.evaluate --config $CONFIGS/${PART#*:} \
+    output_dir=$PACKAGED_POINT/${PART%%:*}
+done
 for RUN in 1 2; do
-  for V in "${DIRS[@]}"; do
+  for V in $PACKAGED_POINT "${DIRS[@]}"; do
     [ -f $V/graph_$RUN.json ] || "$PY" benchmarks/bench_digital_latency.py --digital-only --seconds 20 --json $V/graph_$RUN.json \
       checkpoint:=$PWD/$V/checkpoint
   done
 done
-"$PY" -m rynn_world.evaluation.frontier "${VARIANTS[@]}" --out $FRONTIER --card $PACKAGED
+"$PY" -m rynn_world.evaluation.frontier --variant packaged $PACKAGED_POINT "${VARIANTS[@]}" --out $FRONTIER --card $PACKAGED

@@ -1,21 +1,26 @@
 """The model-size / speed frontier: held-out quality against the graph's digital frame rate, one
-point per transformer variant (a depth, or the same depth trained on more data), as a plot and a model-card section.
+point per transformer variant (a depth, a patch size, or the same model trained on more data), as a plot
+and a model-card section.
 
-Each variant is a directory holding its checkpoint (transformer/ ...), its served evaluations on task
-and on synthetic clips (evaluation.evaluate's results.json) and the graph benchmark's figures
+A variant measured here is a directory holding its checkpoint (transformer/ ...), its served evaluations
+on task and on synthetic clips (evaluation.evaluate's results.json) and the graph benchmark's figures
 (benchmarks/bench_digital_latency.py --digital-only --json, one or more graph*.json: the variants' graph
 runs alternate, so a machine that slows down mid-way slows every variant alike):
 
     python -m rynn_world.evaluation.frontier --variant NAME DIR [--variant NAME DIR ...] --out DIR [--card CHECKPOINT_DIR]
         [--verdict TEXT]
 
-DIR/tasks/results.json, DIR/sim/results.json, DIR/graph*.json; the transformer's depth and size are read
-from DIR/checkpoint/transformer. --card writes the section and the plot into a packaged checkpoint.
+DIR/tasks/results.json, DIR/sim/results.json, DIR/graph*.json; the transformer's depth, patch and size are
+read from DIR/checkpoint/transformer. Each point's figures are kept in POINTS (frontier.json) beside the
+plot: with --card, the card's earlier points stay on the frontier (a variant of the same name is replaced),
+so a new variant is measured without training the others again.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import datetime
 import json
 import shutil
 from dataclasses import dataclass
@@ -28,34 +33,31 @@ from ..training.package_default import write_card_section
 
 SECTION = "## Model-size / speed frontier"
 PLOT = "frontier.png"
+POINTS = "frontier.json"
 METHOD = "student_no_dmd"
 
 
 @dataclass
 class Variant:
+    """One point: the figures of the card's table, and when they were measured."""
+
     name: str
     blocks: int
+    patch: list[int]
     parameters: int
-    task: dict  # evaluation summary on task clips
-    sim: dict  # evaluation summary on synthetic clips
-    graph: list[dict]  # the benchmark's digital-mode figures, one per graph start
+    measured: str  # the date of the evaluations and graph runs
+    task: dict  # psnr, ssim, copy_psnr, copy_ssim, grounding, interaction, copy_interaction (served, task clips)
+    sim: dict  # psnr, ssim, copy_psnr, copy_ssim (served, synthetic clips)
+    fps: list[float]  # the digital canonical FPS in the recording graph: median, lowest, highest of the starts
+    age_p50: float  # the frame age's median, ms (median of the starts)
+    world_model_cpu: float  # the world-model process, % of a core (median of the starts)
 
-    def graph_median(self, key: str) -> float:
-        return float(np.median([run[key] for run in self.graph]))
-
-    def graph_range(self, key: str) -> str:
-        values = [run[key] for run in self.graph]
-        return f"{min(values):.1f}-{max(values):.1f}"
-
-    def world_model_cpu(self) -> float:
-        return float(np.median([run["cpu"].get("world_model_node", np.nan) for run in self.graph]))
-
-    def gain(self, summary: dict, key: str = "psnr") -> float:
-        methods = summary["methods"]
-        return methods[METHOD]["all"][key] - methods["copy_reference"]["all"][key]
+    def gain(self, part: str) -> float:
+        scores = getattr(self, part)
+        return scores["psnr"] - scores["copy_psnr"]
 
 
-def _transformer_size(checkpoint: Path) -> tuple[int, int]:
+def _transformer_size(checkpoint: Path) -> tuple[int, list[int], int]:
     from safetensors import safe_open
 
     config = json.loads((checkpoint / "transformer" / "config.json").read_text())
@@ -63,18 +65,42 @@ def _transformer_size(checkpoint: Path) -> tuple[int, int]:
     for weights in (checkpoint / "transformer").glob("*.safetensors"):
         with safe_open(str(weights), "pt") as f:
             count += sum(int(np.prod(f.get_slice(k).get_shape())) for k in f.keys())
-    return int(config["num_layers"]), count
+    return int(config["num_layers"]), list(config["patch_size"]), count
+
+
+def _scores(summary: dict) -> dict:
+    methods = summary["methods"]
+    ours, copy = methods[METHOD]["all"], methods["copy_reference"]["all"]
+    scores = {"psnr": ours["psnr"], "ssim": ours["ssim"], "copy_psnr": copy["psnr"], "copy_ssim": copy["ssim"],
+              "grounding": summary["grounding"]["all"]["psnr_gap"]}
+    interaction = summary.get("interaction", {}).get("all", {})
+    if interaction:
+        scores |= {"interaction": interaction[METHOD], "copy_interaction": interaction["copy_reference"]}
+    return scores
 
 
 def load_variant(name: str, directory: Path) -> Variant:
-    blocks, parameters = _transformer_size(directory / "checkpoint")
+    blocks, patch, parameters = _transformer_size(directory / "checkpoint")
     graphs = sorted(directory.glob("graph*.json"))
     if not graphs:
         raise FileNotFoundError(f"{directory}: no graph*.json (benchmarks/bench_digital_latency.py --digital-only --json)")
     digital = [window for path in graphs for run in json.loads(path.read_text())["runs"] for window in run
                if window["mode"] == "digital"]
+    fps = [window["fps"] for window in digital]
     read = lambda part: json.loads((directory / part / "results.json").read_text())["summary"]  # noqa: E731
-    return Variant(name, blocks, parameters, read("tasks"), read("sim"), digital)
+    measured = datetime.date.fromtimestamp(max(path.stat().st_mtime for path in graphs)).isoformat()
+    return Variant(name, blocks, patch, parameters, measured, _scores(read("tasks")), _scores(read("sim")),
+                   [float(np.median(fps)), min(fps), max(fps)],
+                   float(np.median([window["age_p50"] for window in digital])),
+                   float(np.median([window["cpu"].get("world_model_node", np.nan) for window in digital])))
+
+
+def read_points(path: Path) -> list[Variant]:
+    return [Variant(**point) for point in json.loads(path.read_text())] if path.is_file() else []
+
+
+def write_points(variants: list[Variant], path: Path) -> None:
+    path.write_text(json.dumps([dataclasses.asdict(v) for v in variants], indent=1) + "\n")
 
 
 def plot(variants: list[Variant], path: Path) -> Path:
@@ -85,8 +111,8 @@ def plot(variants: list[Variant], path: Path) -> Path:
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.6))
     for axis, (part, title) in zip(axes, (("task", "task clips (held-out seed)"), ("sim", "synthetic clips"))):
-        fps = [v.graph_median("fps") for v in variants]
-        gains = [v.gain(getattr(v, part)) for v in variants]
+        fps = [v.fps[0] for v in variants]
+        gains = [v.gain(part) for v in variants]
         for v, x, y in zip(variants, fps, gains):  # named in the legend: neighbours sit a few tenths apart
             axis.scatter(x, y, s=40 + v.parameters / 2e4, label=f"{v.name} ({v.parameters / 1e6:.2f} M)")
         axis.axvline(DIGITAL_FPS_FLOOR, color="grey", linestyle="--", linewidth=1, label=f"{DIGITAL_FPS_FLOOR:g} FPS floor")
@@ -104,32 +130,33 @@ def plot(variants: list[Variant], path: Path) -> Path:
     return path
 
 
-def _against_copy(methods: dict) -> str:
+def _against_copy(scores: dict) -> str:
     """PSNR / SSIM of the method over all clips, copying the reference's in brackets."""
-    ours, copy = methods[METHOD]["all"], methods["copy_reference"]["all"]
-    return f"{ours['psnr']:.2f} / {ours['ssim']:.3f} ({copy['psnr']:.2f} / {copy['ssim']:.3f})"
+    return f"{scores['psnr']:.2f} / {scores['ssim']:.3f} ({scores['copy_psnr']:.2f} / {scores['copy_ssim']:.3f})"
 
 
 def table(variants: list[Variant]) -> str:
-    lines = ["| variant | blocks | parameters | task PSNR / SSIM (copy) | task grounding | task interaction (copy) "
-             "| synthetic PSNR / SSIM (copy) | graph FPS (range) | frame age p50 (ms) | world model CPU (% of a core) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| variant | blocks | patch | parameters | task PSNR / SSIM (copy) | task grounding | task interaction (copy) "
+             "| synthetic PSNR / SSIM (copy) | graph FPS (range) | frame age p50 (ms) | world model CPU (% of a core) "
+             "| measured |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for v in variants:
-        interaction = v.task.get("interaction", {}).get("all", {})
+        median, low, high = v.fps
         lines.append(
-            f"| {v.name} | {v.blocks} | {v.parameters / 1e6:.2f} M "
-            f"| {_against_copy(v.task['methods'])} | {v.task['grounding']['all']['psnr_gap']:+.2f} "
-            f"| {interaction.get(METHOD, float('nan')):.2f} ({interaction.get('copy_reference', float('nan')):.2f}) "
-            f"| {_against_copy(v.sim['methods'])} | {v.graph_median('fps'):.1f} ({v.graph_range('fps')}) "
-            f"| {v.graph_median('age_p50'):.0f} | {v.world_model_cpu():.0f} |")
+            f"| {v.name} | {v.blocks} | {'x'.join(map(str, v.patch[1:]))} | {v.parameters / 1e6:.2f} M "
+            f"| {_against_copy(v.task)} | {v.task['grounding']:+.2f} "
+            f"| {v.task.get('interaction', float('nan')):.2f} ({v.task.get('copy_interaction', float('nan')):.2f}) "
+            f"| {_against_copy(v.sim)} | {median:.1f} ({low:.1f}-{high:.1f}) "
+            f"| {v.age_p50:.0f} | {v.world_model_cpu:.0f} | {v.measured} |")
     return "\n".join(lines)
 
 
 def section(variants: list[Variant], recipe: str, verdict: str = "") -> str:
     return f"""{SECTION}
 Transformer variants trained the same way (the same fine-tune steps from the packaged transformer; on the shipped
-fine-tune's data unless the name says otherwise), each scored served on the held-out clips and run in the default
-recording graph (`benchmarks/bench_digital_latency.py --digital-only`, median of the graph starts).
+fine-tune's data unless the name says otherwise; the patch is the DiT's latent cells per token, height x width),
+each scored served on the held-out clips and run in the default recording graph
+(`benchmarks/bench_digital_latency.py --digital-only`, median of the graph starts).
 Recipe: `{recipe}`.
 
 {table(variants)}
@@ -146,14 +173,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--recipe", default="scripts/train_frontier.sh")
     parser.add_argument("--verdict", default="", help="what ships and why, written under the plot")
     args = parser.parse_args(argv)
-    variants = [load_variant(name, Path(directory)) for name, directory in args.variant]
+    measured = [load_variant(name, Path(directory)) for name, directory in args.variant]
+    names = {v.name for v in measured}
+    kept = [v for v in read_points(args.card / POINTS) if v.name not in names] if args.card else []
+    variants = kept + measured
     args.out.mkdir(parents=True, exist_ok=True)
     plot(variants, args.out / PLOT)
+    write_points(variants, args.out / POINTS)
     text = section(variants, args.recipe, args.verdict)
     (args.out / "frontier.md").write_text(text)
     print(text)
     if args.card:
-        shutil.copy(args.out / PLOT, args.card / PLOT)
+        for name in (PLOT, POINTS):
+            shutil.copy(args.out / name, args.card / name)
         write_card_section(args.card, SECTION, text)
         print(f"section written into {args.card / 'MODEL_CARD.md'}")
 
