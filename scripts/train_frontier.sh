@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The model-size / speed frontier of the embedded_cpu world model (about 25 min a variant on two CPU cores:
-# 12-17 min of fine-tune, 4 of evaluation, 3 of graph runs; tasks200 first encodes its 2191 clips, 30 min; a 1x1 patch
-# fine-tunes about 7x slower than the 2x2 one): for each transformer variant, the packaged model grown to its depth
-# (identity blocks: it starts exactly where the shipped model is) and, for a finer patch, refined onto that grid
-# (rynn_world.training.refine_patches), fine-tuned on the shipped fine-tune's mix (frontier_cpu.yaml), scored served
-# on held-out task and synthetic clips; then each run twice in the default recording graph, alternating with the
-# packaged model; the frontier table and plot go into the model card, beside the points it already has.
+# 12-17 min of fine-tune, 4 of evaluation, 2 of curves, 3 of graph runs; tasks200 first encodes its 2191 clips,
+# 30 min; a 1x1 patch fine-tunes in 40 min and draws its curve in 6). For each transformer variant: the packaged
+# model grown to its depth (identity blocks: it starts exactly where the shipped model is) and, for a finer patch,
+# refined onto that grid (rynn_world.training.refine_patches); fine-tuned on the shipped fine-tune's mix
+# (frontier_cpu.yaml); scored served on held-out task and synthetic clips; its task curve drawn over its
+# checkpoints. Then each variant runs twice in the default recording graph, alternating with the packaged model, and
+# the frontier table and plot go into the model card, beside the points it already has.
 # Needs the data of scripts/train_default_model.sh (data/sim_episodes_208x128, data/task_episodes_*_208x128).
 # Every step resumes; usage: scripts/train_frontier.sh [DEPTH[pPATCH][:DATA] ...]   (default: 3 6 3:tasks200)
 # PATCH is the DiT's latent cells per token along height and width (the packaged model's is 2): 3p1 is three
@@ -47,6 +48,9 @@ for SPEC in "$@"; do
     student_no_dmd_checkpoint=$V/checkpoint output_dir=$V/tasks
   [ -f $V/sim/results.json ] || "$PY" -m rynn_world.evaluation.evaluate --config $CONFIGS/eval_served_cpu.yaml \
     student_no_dmd_checkpoint=$V/checkpoint output_dir=$V/sim
+  # The variant's held-out task PSNR / SSIM at every kept checkpoint: is its curve still rising?
+  [ -f $V/curves/curves.json ] || "$PY" -m rynn_world.evaluation.curves --eval-config $CONFIGS/eval_served_tasks_cpu.yaml \
+    --distill-config $CONFIGS/$CONFIG --eval-set output_dir=$V/curves --distill-set teacher_checkpoint=$START run.output_dir=$V/train
   VARIANTS+=(--variant "$NAME" $V)
   DIRS+=($V)
 done

@@ -11,6 +11,7 @@ finetune_tasks_cpu.yaml): that checkpoint is step 0 of the student curve.
     python -m rynn_world.evaluation.curves --eval-config src/rynn_world_node/config/eval_cpu.yaml \\
         --stage2-config src/rynn_world_node/config/train_stage2_cpu.yaml \\
         --distill-config src/rynn_world_node/config/distill_cpu.yaml
+        [--eval-set KEY=VALUE ...] [--distill-set KEY=VALUE ...]   (overrides, as the training entry points take them)
 
 writes <eval output_dir>/curves.json and training_curves.png.
 """
@@ -33,7 +34,7 @@ from rynn_common.config_io import load_config
 
 from ..data.latent_cache import encode_clip
 from ..model.configs import get_config
-from ..training.config import DistillConfig, TrainConfig
+from ..training.config import DistillConfig, TrainConfig, parse_overrides
 from ..training.datasets import build_clip_dataset
 from ..training.export import load_or_build_transformer, load_vae
 from ..training.state import CHECKPOINT_GLOB
@@ -161,9 +162,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--eval-config", required=True, type=Path)
     parser.add_argument("--stage2-config", type=Path, help="omit when the distillation run fine-tunes a student")
     parser.add_argument("--distill-config", required=True, type=Path)
+    parser.add_argument("--eval-set", nargs="*", default=[], metavar="KEY=VALUE", help="overrides of the evaluation config")
+    parser.add_argument("--distill-set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="overrides of the distillation config (a variant's teacher_checkpoint, run.output_dir)")
     args = parser.parse_args(argv)
-    cfg = load_config(EvalConfig, args.eval_config)
-    distill = load_config(DistillConfig, args.distill_config)
+    cfg = load_config(EvalConfig, args.eval_config, parse_overrides(args.eval_set))
+    distill = load_config(DistillConfig, args.distill_config, parse_overrides(args.distill_set))
     if cfg.num_threads:
         torch.set_num_threads(cfg.num_threads)
     distill_dir = Path(distill.run.output_dir)
