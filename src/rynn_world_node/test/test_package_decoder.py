@@ -10,6 +10,7 @@ import torch
 
 from rynn_common.config_io import save_yaml, to_dict
 from rynn_world.data.latent_cache import encoder_fingerprint
+from rynn_world.evaluation.evaluate import INTERACTION_PNG
 from rynn_world.evaluation.side_by_side import SIDE_BY_SIDE_PNG
 from rynn_world.model.configs import get_config
 from rynn_world.model.tiny_decoder import TINY_DECODER_DIR, TinyVideoDecoder
@@ -36,7 +37,8 @@ def _evaluation(path, psnr, data):
     path.write_text(json.dumps({"config": {"data": data, "model": "tiny"}, "summary": {
         "methods": {"copy_reference": {"all": {"psnr": 20.0, "ssim": 0.85, "lpips": "n/a", "clips": 3}},
                     "student_no_dmd": scores},
-        "grounding": {"all": {"psnr_gap": 0.5, "ssim_gap": 0.01}}, "interaction": {}}}))
+        "grounding": {"all": {"psnr_gap": 0.5, "ssim_gap": 0.01}},
+        "interaction": {"all": {"clips": 2, "copy_reference": 12.5, "student_no_dmd": psnr - 8.0}}}}))
     return path
 
 
@@ -89,6 +91,7 @@ def test_a_decoder_fine_tune_ships_with_its_tiny_decoder_and_its_card_section(sh
     ceiling = (_ceiling(tmp_path / "ceiling_before.json", shipped, 24.10), _ceiling(tmp_path / "ceiling_after.json", new, 24.57))
     tiny = _tiny_run(tmp_path, new)
     (tmp_path / SIDE_BY_SIDE_PNG).write_bytes(b"\x89PNG picture")  # beside the first clip set's "after" results
+    (tmp_path / INTERACTION_PNG).write_bytes(b"\x89PNG interaction")
     old_transformer = (shipped / "transformer" / "diffusion_pytorch_model.safetensors").read_bytes()
 
     package_decoder("tiny", new, tiny, [evaluation], [ceiling], "student_no_dmd",
@@ -106,6 +109,8 @@ def test_a_decoder_fine_tune_ships_with_its_tiny_decoder_and_its_card_section(sh
     assert "`data/tasks`: every episode except [4, 12, 15], 17-frame clips every 16 frames" in card
     assert card.index(DECODER_SECTION) < card.index("## Limits") and card.endswith("- y\n")
     assert f"]({SIDE_BY_SIDE_PNG})" in card and (shipped / SIDE_BY_SIDE_PNG).read_bytes() == b"\x89PNG picture"
+    assert f"]({INTERACTION_PNG})" in card and (shipped / INTERACTION_PNG).read_bytes() == b"\x89PNG interaction"
+    assert "scores\n13.32 dB inside the moved objects' region" in card and "against 12.50 dB for copying" in card
 
 
 def test_another_encoder_another_teacher_or_a_tiny_decoder_under_its_bar_is_refused(shipped, tmp_path):

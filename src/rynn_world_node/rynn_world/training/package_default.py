@@ -447,10 +447,10 @@ def _ceiling_rows(before: dict, after: dict, old: str, new: str) -> str:
 
 
 def decoder_section(checkpoint: Path, evaluations: list[tuple[dict, dict]], ceilings: list[tuple[dict, dict]],
-                    method: str, recipe: list[Path], side_by_side: bool = False) -> str:
+                    method: str, recipe: list[Path], pictures: tuple[str, ...] = ()) -> str:
     """The card's section for a VAE decoder fine-tuned under the packaged encoder: its data, the served
-    ceiling (what any DiT decoded by it can reach) and the shipped transformer served through it, before
-    and after."""
+    ceiling (what any DiT decoded by it can reach), the shipped transformer served through it, before
+    and after, and the first clip set's `pictures` (side by side, interaction) as its evaluation drew them."""
     vae_config = load_config(VAETrainConfig, recipe[0])
     mix = _mix_lines(vae_config.data)
     ceiling_tables = "\n".join(_ceiling_rows(before, after, *(next(iter(r["checkpoints"])) for r in (before, after)))
@@ -458,12 +458,14 @@ def decoder_section(checkpoint: Path, evaluations: list[tuple[dict, dict]], ceil
     tables = "\n".join(_served_rows(before, after, method) for before, after in evaluations)
     verdicts = _verdict_lines(evaluations, method)
     scored = ", ".join(f"`{recipe_command(p)}`" for p in recipe[2:])
-    picture = "" if not side_by_side else f"""
+    picture = "" if SIDE_BY_SIDE_PNG not in pictures else f"""
 ![held-out clips as generated, real and copied]({SIDE_BY_SIDE_PNG})
 
 The first held-out clip of each of three tasks where an object moves, served through this decoder (the first
 clip set above): generated (composited as served), the recording, and copying the reference, at four instants.
 """
+    if INTERACTION_PNG in pictures:
+        picture += f"\n{interaction_section(evaluations[0][1]['summary'], method)}"
     return f"""{DECODER_SECTION}
 The VAE's decoder, fine-tuned ({vae_config.run.steps} steps, lr {vae_config.optim.lr:.0e}, batch {vae_config.run.batch_size},
 {vae_config.crop[0]}x{vae_config.crop[1]} crops of {vae_config.clip_frames}-frame clips) with the encoder and the latent
@@ -514,11 +516,12 @@ def package_decoder(config_name: str, checkpoint: Path, tiny_decoder_run: Path, 
                          "--decoder-evaluation")
     results = [tuple(json.loads(path.read_text()) for path in pair) for pair in evaluations]
     ceiling_reports = [tuple(json.loads(path.read_text()) for path in pair) for pair in ceilings]
-    picture = evaluations[0][1].parent / SIDE_BY_SIDE_PNG  # the evaluation writes it beside its results
-    section = decoder_section(checkpoint, results, ceiling_reports, method, recipe, picture.is_file())
+    drawn = evaluations[0][1].parent  # the evaluation draws its pictures beside its results
+    pictures = tuple(name for name in (SIDE_BY_SIDE_PNG, INTERACTION_PNG) if (drawn / name).is_file())
+    section = decoder_section(checkpoint, results, ceiling_reports, method, recipe, pictures)
     package_tiny_decoder(tiny_decoder_run, recipe[1], target)
-    if picture.is_file():
-        shutil.copy(picture, target / SIDE_BY_SIDE_PNG)
+    for name in pictures:
+        shutil.copy(drawn / name, target / name)
     shutil.rmtree(target / "vae")
     shutil.copytree(checkpoint / "vae" if (checkpoint / "vae").is_dir() else checkpoint, target / "vae")
     write_card_section(target, DECODER_SECTION, section)
