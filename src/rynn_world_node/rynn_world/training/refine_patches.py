@@ -37,7 +37,7 @@ def fold_factors(coarse: tuple[int, ...], fine: tuple[int, ...]) -> tuple[int, i
     if fine[0] != coarse[0]:
         raise ValueError(f"the temporal patch must stay {coarse[0]} (the causal blocks are latent frames), got {fine[0]}")
     if any(c % f for c, f in zip(coarse, fine)) or fine == coarse:
-        raise ValueError(f"patch {fine} does not refine {coarse}: each axis must divide the trained one, one axis less")
+        raise ValueError(f"patch {fine} does not refine {coarse}: each axis must divide the trained patch's, and one be smaller")
     return tuple(c // f for c, f in zip(coarse, fine))
 
 
