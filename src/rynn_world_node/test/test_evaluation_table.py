@@ -124,6 +124,25 @@ def test_evaluation_writes_the_table_with_baselines_grounding_and_videos(tmp_pat
     assert len(list((tmp_path / "eval" / "videos").glob("*.mp4"))) == 6
 
 
+def test_the_students_sampling_schedule_can_be_evaluated_in_place_of_the_nodes(tmp_path):
+    config = get_config("tiny")
+    torch.manual_seed(0)
+    checkpoint = save_world_model(tmp_path / "ckpt", RynnWorldTransformer(**config.transformer,
+                                  null_text_tokens=config.null_text_tokens), build_vae(config.vae))
+    data = DataConfig(kind="vitra", root=str(make_vitra_clips(tmp_path / "clips", clips=2)), clip_frames=9, stride=8)
+
+    def run(name, schedule):
+        return evaluate(EvalConfig(model="tiny", student_checkpoint=str(checkpoint), data=data, denoising_list=schedule,
+                                   output_dir=str(tmp_path / name)))["methods"]
+
+    node, one_step = run("node", None), run("one_step", [1000])
+    assert one_step["copy_reference"] == node["copy_reference"]
+    assert one_step["student"]["all"]["psnr"] != node["student"]["all"]["psnr"]  # the schedule reached the sampler
+    assert json.loads((tmp_path / "one_step" / "results.json").read_text())["config"]["denoising_list"] == [1000]
+    with pytest.raises(ValueError, match="strictly decreasing"):
+        run("bad", [250, 500])
+
+
 def test_packaging_copies_the_checkpoint_and_writes_the_card_from_the_evaluation(tmp_path):
     config = get_config("tiny")
     torch.manual_seed(0)

@@ -16,6 +16,7 @@ clip of up to three tasks where an object moves as generated | real | copy (``ev
 """
 
 import argparse
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +55,8 @@ class EvalConfig:
     student_no_dmd_checkpoint: str | None = None
     teacher_steps: int = 20
     reanchor_every: int | None = SessionSettings.reanchor_every  # the students' re-anchor interval: the live node's
+    # The students' sampling schedule (timesteps, strictly decreasing); None: the model config's, which the node runs.
+    denoising_list: list[int] | None = None
     data: DataConfig = field(default_factory=DataConfig)
     max_clips_per_task: int | None = None
     lpips_weights: str | None = None
@@ -106,6 +109,8 @@ def evaluate(cfg: EvalConfig) -> dict:
     if cfg.num_threads:
         torch.set_num_threads(cfg.num_threads)
     config = get_config(cfg.model)
+    if cfg.denoising_list is not None:
+        config = dataclasses.replace(config, denoising_list=tuple(cfg.denoising_list))
     out = Path(cfg.output_dir)
     (out / "videos").mkdir(parents=True, exist_ok=True)
     checkpoints = {"teacher": cfg.teacher_checkpoint, "student_no_dmd": cfg.student_no_dmd_checkpoint,
