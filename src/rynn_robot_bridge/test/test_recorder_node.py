@@ -260,3 +260,21 @@ def test_sigkill_mid_episode_leaves_a_bag_recovered_up_to_the_last_flush(tmp_pat
     assert [m.sequence for m in messages["/rynn/action"]] == list(range(1, SENT + 1))
     assert (custom["state"], custom["mode"], custom["task"]) == ("recovered", "real", "wipe")
     assert json.loads((episode / SIDECAR_NAME).read_text())["state"] == "recovered"
+
+
+def test_messages_of_many_topics_are_written_in_reception_order(tmp_path, start_process, feeder, repo_conftest):
+    """Bursts on five topics while the recorder takes every 2 ms: a message one topic receives while another
+    is being taken must still be written before the newer messages of that round (the MCAP file's own order)."""
+    config = write_config(tmp_path, 0.5)
+    recorder = start_recorder(start_process, config, "recorder", "take_period_s:=0.002")
+    feeder.wait_for_recorder()
+    started = feeder.call("start")
+    assert started.success, started.message
+    rounds = 40
+    for _ in range(rounds):
+        feeder.publish(BURST)
+    feeder.wait_for_episode_counts({topic: rounds * BURST for topic in feeder.pubs})
+    stopped = feeder.call("stop")
+    assert stopped.success, stopped.message + repo_conftest.read_log(recorder)
+    counts, _, _ = read_bag(Path(started.message))  # asserts the written order
+    assert counts == {**{topic: rounds * BURST for topic in feeder.pubs}}

@@ -10,7 +10,7 @@ parameter (rynn_common.node_settings: an explicit parameter wins over the file).
 Subscriptions are raw (the CDR bytes go into the bag untouched), RELIABLE, and
 TRANSIENT_LOCAL for latched topics such as ``/rynn/mode``; the node takes what they received every
 ``take_period_s`` (rynn_common.polled_input: no executor callback per message), and each message is logged
-at the time DDS received it. Per topic the node
+at the time DDS received it, written in that order across topics (recording.reception_order). Per topic the node
 counts received, written, failed, dropped (write queue full: a slow disk) and
 transport-lost messages and reports them on ``/rynn/status`` and ``/diagnostics`` and
 in each episode's metadata. Callbacks only queue; the core's writer thread writes, so a
@@ -48,6 +48,7 @@ from rynn_common.polled_input import PolledSubscription
 from rynn_common.qos import LATCHED_QOS, LIVE_QOS, RECORDER_IMAGE_QOS, RECORDER_STREAM_QOS, STATUS_QOS
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status
 from rynn_common.ros_names import DIAGNOSTICS_TOPIC, RECORDER_SERVICES, STATUS_TOPIC
+from rynn_robot_bridge.recording.reception_order import ReceptionOrder
 from rynn_robot_bridge.recording.recorder import EpisodeRecorder, RecorderError
 from rynn_robot_bridge.recording.recover import find_incomplete, recover_episode
 from rynn_robot_bridge.recording.rosbag2_mcap import OfferedQos
@@ -83,6 +84,7 @@ class RecorderNode(Node):
 
         if settings.take_period_s <= 0:
             raise ValueError(f"take_period_s must be positive, got {settings.take_period_s}")
+        self._order: ReceptionOrder[tuple[str, str, bytes]] = ReceptionOrder(int(settings.reception_hold_back_s * 1e9))
         self._inputs: list[tuple[str, str, PolledSubscription]] = []
         for entry in settings.topics:
             topic, msgtype = parse_topic(entry)
@@ -106,17 +108,21 @@ class RecorderNode(Node):
 
     # --- messages ---------------------------------------------------------------------------
 
-    def _take_messages(self) -> None:
-        """Everything the subscriptions received, offered in the order DDS received it (across topics, as one
-        callback per message had it), each logged at its reception time."""
-        taken = []
+    def _take_messages(self, everything: bool = False) -> None:
+        """What the subscriptions received, offered in the order DDS received it (across topics and takes,
+        recording.reception_order), each logged at its reception time; ``everything`` also offers what was
+        received too recently to be sure no older message is still on its way (a start, a stop, shutdown)."""
+        round_started_ns = time.time_ns()  # the clock of Fast DDS's reception stamps
         for topic, msgtype, polled in self._inputs:
             while (message := polled.take()) is not None:
                 raw, info = message
-                taken.append((info["received_timestamp"] or self.get_clock().now().nanoseconds, topic, msgtype, raw))
-        taken.sort(key=lambda message: message[0])  # stable: a topic's own order stays
-        for stamp_ns, topic, msgtype, raw in taken:
+                self._order.add(info["received_timestamp"] or time.time_ns(), (topic, msgtype, raw))
+        late = self._order.late
+        for stamp_ns, (topic, msgtype, raw) in self._order.release(None if everything else round_started_ns):
             self._on_message(topic, msgtype, raw, stamp_ns)
+        if self._order.late != late:
+            self.get_logger().warning(f"{self._order.late} message(s) surfaced after newer ones were written: "
+                                      "logged at the newer time", throttle_duration_sec=5.0)
 
     def _on_message(self, topic: str, msgtype: str, raw: bytes, stamp_ns: int) -> None:
         started = time.perf_counter()
@@ -155,7 +161,7 @@ class RecorderNode(Node):
     # --- services ---------------------------------------------------------------------------
 
     def _on_start(self, _request, response: Trigger.Response) -> Trigger.Response:
-        self._take_messages()  # what arrived before the start is not the episode's
+        self._take_messages(everything=True)  # what arrived before the start is not the episode's
         task = self.get_parameter("task").value
         operator_id = self.get_parameter("operator_id").value
         for name, value in (("task", task), ("operator_id", operator_id)):
@@ -164,18 +170,19 @@ class RecorderNode(Node):
                 response.message = f"the {name} parameter must be text, not {type(value).__name__} {value!r}"
                 return response
         try:
-            name = self.recorder.start(task, operator_id, self.get_clock().now().nanoseconds, time.monotonic(),
-                                       timeout=self.service_wait_s)
+            start_ns = self.get_clock().now().nanoseconds
+            name = self.recorder.start(task, operator_id, start_ns, time.monotonic(), timeout=self.service_wait_s)
         except (RecorderError, OSError, ValueError) as exc:
             response.success, response.message = False, str(exc)
             return response
+        self._order.advance(start_ns)  # the latched samples open the bag at the start's time
         path, mode = self.recorder.output_dir / name, self.recorder.mode
         response.success, response.message = True, str(path)
         self.get_logger().info(f"recording {name} (task={task!r}, operator={operator_id!r}, mode={mode})")
         return response
 
     def _on_stop(self, _request, response: Trigger.Response) -> Trigger.Response:
-        self._take_messages()  # what arrived before the stop is
+        self._take_messages(everything=True)  # what arrived before the stop is
         try:
             summary = self.recorder.stop(timeout=self.service_wait_s)
         except RecorderError as exc:
@@ -217,6 +224,7 @@ class RecorderNode(Node):
             values = [KeyValue(key="recording", value=now.episode),
                       KeyValue(key="mode", value=now.mode),
                       KeyValue(key="idle_messages", value=str(now.idle)),
+                      KeyValue(key="late_messages", value=str(self._order.late)),
                       KeyValue(key="queued_messages", value=str(now.queued_messages)),
                       KeyValue(key="queued_bytes", value=str(now.queued_bytes))]
             for topic, counts in sorted(now.episode_counts.items()):
@@ -229,7 +237,7 @@ class RecorderNode(Node):
 
     def destroy_node(self):
         """Ctrl-C / SIGTERM finish the recording episode (metadata.yaml written) first."""
-        self._take_messages()
+        self._take_messages(everything=True)
         self.recorder.close()
         for _topic, _msgtype, polled in self._inputs:
             polled.destroy()

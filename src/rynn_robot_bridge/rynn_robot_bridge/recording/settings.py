@@ -64,6 +64,10 @@ class RecorderSettings:
     # with the time DDS received it: an executor callback per message cost ~100 us more; the queues hold 30
     # images and 500 other messages a topic. 0 is refused (a node loop needs a period).
     take_period_s: float = 0.05
+    # A take hands on only messages received this long before it began; newer ones wait for the next take, so
+    # a sample that Fast DDS stamped but had not yet made takeable is still written in reception order
+    # (recording.reception_order). Costs this much latency on the way to the disk, nothing else.
+    reception_hold_back_s: float = 0.1
     stop_timeout_s: float = 20.0  # at shutdown, how long the recording episode's queued messages may take
     # A start/stop/discard service answers within this (the node's one executor thread serves the subscriptions
     # too): on a disk that does not take writes it answers "busy"; a stop or discard still happens after.
