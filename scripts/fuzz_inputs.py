@@ -18,7 +18,8 @@ with its own LCM port. It finds every topic a node of the graph subscribes to an
 
 Afterwards: every node process is alive; every command the bridge sent the robot on LCM (the
 fuzzer listens on the command channel) was finite and within the URDF's joint limits; the mode
-switch still works (digital, then real); the recording episode stops into a readable bag. Each
+switch still works (digital, then real); the recording episode, once the recorder reports joint states written
+into it, stops into a bag that reads back (rosbags) and holds them. Each
 node's ``dropped.*`` and ``rejected.*`` counters (``/diagnostics``) are read before and after each
 input; the table shows, per input, the reasons counted by the nodes that read it, less the ones that
 move without any fuzzing (load: late cycles, superseded samples)::
@@ -26,7 +27,8 @@ move without any fuzzing (load: late cycles, superseded samples)::
     .venv/bin/python scripts/fuzz_inputs.py --out outputs/fuzz
 
 prints the table (input, cases, messages, counted by reason) and writes ``fuzz_report.json``
-there; the exit status is 1 when a check failed.
+there; the exit status is 1 when a check failed. ``--repeat 1 --settle 0.5 --baseline 3`` is the short run
+test/test_fuzz_inputs_graph.py makes.
 """
 
 from __future__ import annotations
@@ -65,8 +67,12 @@ LONG_TEXT = "x" * 65536
 MAX_CASES_PER_INPUT = 80
 DAY_S = 86_400
 STARTED = re.compile(r"\[rynn_launch\] started (\S+) \(pid (\d+)")
-SETTLE_S = 2.5
+INTAKE_NODE = re.compile(r"^_(.+)_intake$")  # rynn_common.polled_input: a node's hidden subscribing node
+SETTLE_S = 2.5  # before and after each input: its readers' /diagnostics (1-5 Hz) report the counters it moved
+DISCOVERY_S = 120.0  # at most this long for the graph's subscriptions to be discovered (2 cores under load)
+STEADY_S = 3.0  # the discovered inputs are complete once they held still this long
 CALL_TIMEOUT_S = 60.0  # a node still working through the flood answers late (seen: 10-20 s, recorder, 2 cores)
+RECORDER_NODE = "rynn_recorder"  # its /diagnostics status: the recording episode and what it wrote, per topic
 BASELINE_S = 10.0  # the nodes report /diagnostics at 1-5 Hz: wait this long before reading counters
 
 
@@ -224,6 +230,7 @@ class Watch:
     modes: list[str] = field(default_factory=list)
     commands: int = 0
     command_violations: list[str] = field(default_factory=list)
+    recorder: dict[str, str] = field(default_factory=dict)  # "recording" (episode name) and episode/<topic>.<count>
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def on_diagnostics(self, msg) -> None:
@@ -231,7 +238,17 @@ class Watch:
             for status in msg.status:
                 values = {kv.key: kv.value for kv in status.values if kv.key.split(".")[0] in ("dropped", "rejected")}
                 self.counters[status.name] = {key: int(value) for key, value in values.items()}
+                if status.name == RECORDER_NODE:
+                    self.recorder = {kv.key: kv.value for kv in status.values
+                                     if kv.key == "recording" or kv.key.startswith("episode/")}
             self.counters_at = time.monotonic()
+
+    def episode_written(self, episode: str, topic: str) -> int:
+        """Messages of ``topic`` the recorder reports written into ``episode`` (0 while it reports another)."""
+        with self.lock:
+            if self.recorder.get("recording") != episode:
+                return 0
+            return int(self.recorder.get(f"episode{topic}.written", 0))
 
     def snapshot(self) -> dict[str, dict[str, int]]:
         with self.lock:
@@ -271,6 +288,23 @@ def listen_to_commands(url: str, channel: str, watch: Watch, stop: threading.Eve
     return thread
 
 
+def read_stopped_episode(answer, record_dir: Path) -> dict:
+    """The episode a recorder stop ``answer`` names, read back from ``record_dir`` with the reader the exporter
+    uses (rosbags, as ``rynn_robot_bridge.export.bag_episode``): its messages by topic, or why it could not be."""
+    from rosbags.rosbag2 import Reader
+
+    if answer is None or not answer.success:
+        return {"error": "the stop was not answered" if answer is None else f"the stop failed: {answer.message[:200]}"}
+    try:
+        bag = record_dir / json.loads(answer.message)["episode"]
+        with Reader(bag) as reader:
+            indexed = {c.topic: c.msgcount for c in reader.connections}
+            read = sum(1 for _ in reader.messages())
+    except Exception as error:  # any reason the bag does not read back is the finding
+        return {"error": f"{type(error).__name__}: {error}"[:300]}
+    return {"bag": str(bag), "messages": read, "indexed": sum(indexed.values()), "topics": indexed}
+
+
 def counter_delta(before: dict, after: dict) -> dict[str, int]:
     delta = {}
     for node, values in after.items():
@@ -288,7 +322,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=2, help="times each case is sent")
     parser.add_argument("--seed", type=int, default=34)
     parser.add_argument("--only", default="", help="fuzz only the inputs whose name contains this")
+    parser.add_argument("--settle", type=float, default=SETTLE_S,
+                        help="seconds waited before and after each input for the counters it moved (shorter: a "
+                             "late report may count toward the next input)")
+    parser.add_argument("--baseline", type=float, default=BASELINE_S,
+                        help="seconds watched without fuzzing to find the background counters")
     args = parser.parse_args(argv)
+    args.out = args.out.resolve()  # the recorder's directory, whatever the nodes' working directory
     args.out.mkdir(parents=True, exist_ok=True)
 
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.Random().randint(101, 200)))
@@ -309,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     from std_msgs.msg import String
     from std_srvs.srv import Trigger
 
-    from rynn_common.ros_names import DIAGNOSTICS_TOPIC, MODE_TOPIC, RECORDER_SERVICES, SET_MODE_SERVICE
+    from rynn_common.ros_names import DIAGNOSTICS_TOPIC, JOINT_STATES_TOPIC, MODE_TOPIC, RECORDER_SERVICES, SET_MODE_SERVICE
     from rynn_robot_bridge.config import LcmSettings
     from rynn_world.console.graph_session import start_graph
 
@@ -326,8 +366,8 @@ def main(argv: list[str] | None = None) -> int:
     node = rclpy.create_node("rynn_fuzzer")
     executor = SingleThreadedExecutor()
     executor.add_node(node)
-    watch, stop = Watch(), threading.Event()
-    lcm_thread = listen_to_commands(lcm_url, LcmSettings().command_channel, watch, stop)
+    watch, stop_listening = Watch(), threading.Event()
+    lcm_thread = listen_to_commands(lcm_url, LcmSettings().command_channel, watch, stop_listening)
     latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
     node.create_subscription(DiagnosticArray, DIAGNOSTICS_TOPIC, watch.on_diagnostics, 50)
     node.create_subscription(String, MODE_TOPIC, lambda m: watch.modes.append(m.data), latched)
@@ -353,17 +393,29 @@ def main(argv: list[str] | None = None) -> int:
     report: dict = {"inputs": [], "services": [], "checks": {}}
     failures: list[str] = []
     spin_until(lambda: watch.modes, 60.0)
-    start, stop, discard = (RECORDER_SERVICES[verb] for verb in ("start", "stop", "discard"))
-    recorder_start = call(node.create_client(Trigger, start), Trigger.Request())
+    start_service, stop_service, discard_service = (RECORDER_SERVICES[verb] for verb in ("start", "stop", "discard"))
+    recorder_start = call(node.create_client(Trigger, start_service), Trigger.Request())
     print(f"recording: {recorder_start.message if recorder_start else 'no answer'}", flush=True)
-    spin_for(3.0)
 
     # Every topic some node of the graph subscribes to, with a message the graph published on it as the template.
-    inputs = {}
-    for topic, types in node.get_topic_names_and_types():
-        subscribers = [info for info in node.get_subscriptions_info_by_topic(topic) if info.node_name != "rynn_fuzzer"]
-        if subscribers and topic != "/parameter_events" and topic != "/rosout":
-            inputs[topic] = (types[0], subscribers)
+    def graph_inputs() -> dict:
+        found = {}
+        for topic, types in node.get_topic_names_and_types():
+            subscribers = [info for info in node.get_subscriptions_info_by_topic(topic) if info.node_name != "rynn_fuzzer"]
+            if subscribers and topic != "/parameter_events" and topic != "/rosout":
+                found[topic] = (types[0], subscribers)
+        return found
+
+    def shape(found: dict) -> dict:
+        return {topic: sorted(info.node_name for info in subscribers) for topic, (_, subscribers) in found.items()}
+
+    # Discovery under load takes a while: the inputs are complete once they held still for STEADY_S.
+    inputs, steady_since, deadline = {}, time.monotonic(), time.monotonic() + DISCOVERY_S
+    while time.monotonic() < deadline and not (inputs and time.monotonic() - steady_since >= STEADY_S):
+        spin_for(0.5)
+        found = graph_inputs()
+        if shape(found) != shape(inputs):
+            inputs, steady_since = found, time.monotonic()
     templates: dict[str, bytes] = {}
     for topic, (type_name, _) in inputs.items():
         node.create_subscription(_message_class(type_name), topic,
@@ -373,10 +425,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(inputs)} input topics: {', '.join(sorted(inputs))}", flush=True)
     # Counters that move without any fuzzing (load: late cycles, superseded samples) are background, not reactions.
     quiet = watch.snapshot()
-    spin_for(BASELINE_S)
+    spin_for(args.baseline)
     background = set(counter_delta(quiet, watch.snapshot()))
     report["background_counters"] = sorted(background)
-    print(f"background counters (moving in {BASELINE_S:.0f} s without fuzzing): {sorted(background)}", flush=True)
+    print(f"background counters (moving in {args.baseline:.0f} s without fuzzing): {sorted(background)}", flush=True)
 
     period = 1.0 / args.rate
     for index, (topic, (type_name, subscribers)) in enumerate(sorted(inputs.items())):
@@ -392,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
             durability=DurabilityPolicy.TRANSIENT_LOCAL if durable else DurabilityPolicy.VOLATILE))
         wanted = len(subscribers)
         spin_until(lambda p=publisher, n=wanted: p.get_subscription_count() >= n, 10.0)
-        spin_for(SETTLE_S)
+        spin_for(args.settle)
         before = watch.snapshot()
         sent = unsendable = 0
         for _ in range(args.repeat):
@@ -406,11 +458,11 @@ def main(argv: list[str] | None = None) -> int:
                 spin_for(period)
         if durable:  # leave no hostile latched sample behind for late joiners
             publisher.publish(template)
-        spin_for(SETTLE_S)
+        spin_for(args.settle)
         delta = counter_delta(before, watch.snapshot())
         dead = [name for name, pid in pids.items() if not psutil.pid_exists(pid)
                 or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE]
-        readers = {i.node_name for i in subscribers}
+        readers = {INTAKE_NODE.sub(r"\1", i.node_name) for i in subscribers}  # as their /diagnostics name them
         # A reason counts for this input when a node that reads it counted it and it is not background.
         own = {k: n for k, n in delta.items() if k not in background and k.split(":")[0] in readers}
         entry = {"input": topic, "type": type_name, "subscribers": sorted(readers),
@@ -432,8 +484,10 @@ def main(argv: list[str] | None = None) -> int:
     for mode in (2, 7, 128, 255, 1, 0):
         answer = call(set_mode, SetMode.Request(mode=mode))
         service_cases.append((f"{SET_MODE_SERVICE} mode={mode}", None if answer is None else (answer.success, answer.message)))
-    triggers = {name: node.create_client(Trigger, name) for name in (stop, discard, start, "/retarget_node/calibrate")}
-    for name in (stop, stop, discard, discard, start, start, "/retarget_node/calibrate", "/retarget_node/calibrate"):
+    triggers = {name: node.create_client(Trigger, name)
+                for name in (stop_service, discard_service, start_service, "/retarget_node/calibrate")}
+    for name in (stop_service, stop_service, discard_service, discard_service, start_service, start_service,
+                 "/retarget_node/calibrate", "/retarget_node/calibrate"):
         answer = call(triggers[name], Trigger.Request())
         service_cases.append((name, None if answer is None else (answer.success, answer.message[:120])))
     parameters = node.create_client(SetParameters, "/rynn_recorder/set_parameters")
@@ -443,12 +497,15 @@ def main(argv: list[str] | None = None) -> int:
         answer = call(parameters, SetParameters.Request(parameters=[Parameter(name="task", value=value)]))
         result = None if answer is None or not answer.results else (answer.results[0].successful, answer.results[0].reason[:120])
         service_cases.append((f"/rynn_recorder/set_parameters {label}", result))
-    call(triggers[stop], Trigger.Request())
-    answer = call(triggers[start], Trigger.Request())  # with the task the last request left
-    service_cases.append((f"{start} after those", None if answer is None else (answer.success, answer.message[:120])))
+    call(triggers[stop_service], Trigger.Request())
+    answer = call(triggers[start_service], Trigger.Request())  # with the task the last request left
+    service_cases.append((f"{start_service} after those", None if answer is None else (answer.success, answer.message[:120])))
+    recording = answer.message if answer is not None and answer.success else ""  # the episode's path
     call(parameters, SetParameters.Request(parameters=[Parameter(name="task", value=ParameterValue(
         type=ParameterType.PARAMETER_STRING, string_value="after the fuzz"))]))
-    call(triggers[start], Trigger.Request())  # the episode the checks below stop
+    answer = call(triggers[start_service], Trigger.Request())  # the episode the checks below stop
+    if answer is not None and answer.success:
+        recording = answer.message
     report["services"] = [{"call": name, "answer": answer} for name, answer in service_cases]
     for name, answer in service_cases:
         print(f"{name}: {answer}", flush=True)
@@ -464,17 +521,23 @@ def main(argv: list[str] | None = None) -> int:
                 break
             spin_for(1.0)
         switched[label] = watch.modes[-1:] == [label]
-    stopped = call(triggers[stop], Trigger.Request())
+    # Live data reaches the episode before it stops (its latched topics alone would not show the recorder works).
+    spin_until(lambda: watch.episode_written(Path(recording).name, JOINT_STATES_TOPIC) > 0, CALL_TIMEOUT_S)
+    stopped = call(triggers[stop_service], Trigger.Request())
+    episode = read_stopped_episode(stopped, args.out / "bags")
     spin_for(SETTLE_S)
     dead = [name for name, pid in pids.items() if not psutil.pid_exists(pid)
             or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE]
-    stop.set()
+    stop_listening.set()
     lcm_thread.join(timeout=2.0)
     with watch.lock:
         report["checks"] = {
             "nodes_alive": not dead and session.launcher.poll() is None, "dead": dead,
             "commands_seen": watch.commands, "commands_outside_limits": watch.command_violations[:20],
             "mode_switch": switched, "last_recording_stopped": bool(stopped and stopped.success),
+            "last_recording_readable": "error" not in episode and episode["messages"] == episode["indexed"]
+            and episode["topics"].get(JOINT_STATES_TOPIC, 0) > 0,
+            "last_recording": episode,
         }
     checks = report["checks"]
     if not checks["nodes_alive"]:
@@ -483,6 +546,8 @@ def main(argv: list[str] | None = None) -> int:
         failures.append(f"commands: {checks['commands_seen']} seen, outside limits: {checks['commands_outside_limits']}")
     if not all(switched.values()):
         failures.append(f"mode switch: {switched}")
+    if not checks["last_recording_stopped"] or not checks["last_recording_readable"]:
+        failures.append(f"the last recording did not stop into a readable bag: {episode}")
     report["failures"] = failures
     report["seconds"] = round(time.monotonic() - started, 1)
     (args.out / "fuzz_report.json").write_text(json.dumps(report, indent=2, default=str))
