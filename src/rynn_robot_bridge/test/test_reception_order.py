@@ -9,22 +9,22 @@ from rynn_robot_bridge.recording.reception_order import ReceptionOrder
 MS = 1_000_000
 
 
-def test_a_message_taken_a_round_late_is_still_written_before_newer_ones():
-    """Round 1 begins at 100 ms and takes topic A (empty), then B. A receives a1 at 101 ms while B is taken,
-    B received b1 at 102 ms: b1 is taken in round 1, a1 only in round 2. Sorting each round on its own
+def test_a_message_taken_one_take_late_is_still_written_before_newer_ones():
+    """Take 1 begins at 100 ms and takes topic A (empty), then B. A receives a1 at 101 ms while B is taken,
+    B received b1 at 102 ms: b1 is taken in take 1, a1 only in take 2. Sorting each take on its own
     wrote b1, then a1 (the bag's log times went backwards)."""
     order = ReceptionOrder(hold_back_ns=0)
     order.add(102 * MS, "b1")
-    assert order.release(100 * MS) == []  # received after round 1 began: waits
+    assert order.release(100 * MS) == []  # received after take 1 began: waits
     order.add(101 * MS, "a1")
     order.add(150 * MS, "b2")
     assert order.release(160 * MS) == [(101 * MS, "a1"), (102 * MS, "b1"), (150 * MS, "b2")]
     assert order.late == 0 and len(order) == 0
 
 
-def test_the_hold_back_keeps_messages_stamped_just_before_a_round_for_the_next():
+def test_the_hold_back_keeps_messages_stamped_just_before_a_take_for_the_next():
     order = ReceptionOrder(hold_back_ns=10 * MS)
-    order.add(95 * MS, "x")  # stamped 5 ms before the round: may still have a sibling on its way
+    order.add(95 * MS, "x")  # stamped 5 ms before the take: may still have a sibling on its way
     order.add(80 * MS, "y")
     assert order.release(100 * MS) == [(80 * MS, "y")]
     order.add(92 * MS, "surfaced late")  # stamped before x, takeable only now

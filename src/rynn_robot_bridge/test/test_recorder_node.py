@@ -264,7 +264,7 @@ def test_sigkill_mid_episode_leaves_a_bag_recovered_up_to_the_last_flush(tmp_pat
 
 def test_messages_of_many_topics_are_written_in_reception_order(tmp_path, start_process, feeder, repo_conftest):
     """Bursts on five topics while the recorder takes every 2 ms: a message one topic receives while another
-    is being taken must still be written before the newer messages of that round (the MCAP file's own order)."""
+    is being taken must still be written before the newer messages of that take (the MCAP file's own order)."""
     config = write_config(tmp_path, 0.5)
     recorder = start_recorder(start_process, config, "recorder", "take_period_s:=0.002")
     feeder.wait_for_recorder()

@@ -112,13 +112,13 @@ class RecorderNode(Node):
         """What the subscriptions received, offered in the order DDS received it (across topics and takes,
         recording.reception_order), each logged at its reception time; ``everything`` also offers what was
         received too recently to be sure no older message is still on its way (a start, a stop, shutdown)."""
-        round_started_ns = time.time_ns()  # the clock of Fast DDS's reception stamps
+        take_started_ns = time.time_ns()  # the clock of Fast DDS's reception stamps
         for topic, msgtype, polled in self._inputs:
             while (message := polled.take()) is not None:
                 raw, info = message
                 self._order.add(info["received_timestamp"] or time.time_ns(), (topic, msgtype, raw))
         late = self._order.late
-        for stamp_ns, (topic, msgtype, raw) in self._order.release(None if everything else round_started_ns):
+        for stamp_ns, (topic, msgtype, raw) in self._order.release(None if everything else take_started_ns):
             self._on_message(topic, msgtype, raw, stamp_ns)
         if self._order.late != late:
             self.get_logger().warning(f"{self._order.late} message(s) surfaced after newer ones were written: "

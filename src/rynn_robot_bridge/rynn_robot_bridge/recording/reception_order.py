@@ -1,12 +1,12 @@
 """Messages taken from several subscriptions, handed to the bag in the order DDS received them.
 
 Why: the recorder node takes its subscriptions one after another (rynn_common.polled_input). A message
-that topic A receives while topic B is being taken waits for the next round, but B's messages of this
-round are newer than it: sorting each round on its own wrote the bag with log times going backwards
-(rosbag2's recorder writes in reception order, and so must this one). A round therefore hands on only
+that topic A receives while topic B is being taken waits for the next take, but B's messages of this
+take are newer than it: sorting each take on its own wrote the bag with log times going backwards
+(rosbag2's recorder writes in reception order, and so must this one). A take therefore hands on only
 what was received before it began, less ``hold_back_ns``: Fast DDS stamps a sample's reception before
-the sample can be taken, so a sample stamped just before the round may surface only in the next one.
-The rest waits, merged with the next round's messages. A sample that surfaces later still (its
+the sample can be taken, so a sample stamped just before the take may surface only in the next one.
+The rest waits, merged with the next take's messages. A sample that surfaces later still (its
 receiving thread preempted for longer than the hold-back) is logged at the last time handed on, never
 before it, and counted as ``late``: the bag's log times never go backwards.
 """
@@ -39,10 +39,10 @@ class ReceptionOrder(Generic[Item]):
     def add(self, received_ns: int, item: Item) -> None:
         heapq.heappush(self._waiting, (received_ns, next(self._added), item))
 
-    def release(self, round_started_ns: int | None = None) -> list[tuple[int, Item]]:
-        """(log time, item) of every message received before ``round_started_ns`` less the hold-back,
+    def release(self, take_started_ns: int | None = None) -> list[tuple[int, Item]]:
+        """(log time, item) of every message received before ``take_started_ns`` less the hold-back,
         oldest first; None releases everything (a start, a stop, shutdown)."""
-        cutoff = math.inf if round_started_ns is None else round_started_ns - self.hold_back_ns
+        cutoff = math.inf if take_started_ns is None else take_started_ns - self.hold_back_ns
         released = []
         while self._waiting and self._waiting[0][0] <= cutoff:
             received_ns, _, item = heapq.heappop(self._waiting)
