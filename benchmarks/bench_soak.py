@@ -16,7 +16,8 @@ Starts src/rynn_world_node/config/teleop_graph.yaml through the embedded launche
 * at the end prints per topic the messages lost (recorder: transport-lost and failed
   writes per episode; /rynn/action: sequence gaps inside every bag, less the periods the
   retarget node counted as never published: its sequence numbers the 200 Hz periods) next
-  to what the nodes counted as rejected, reads every bag back with rosbags and compares its message
+  to what the nodes counted as rejected (every bad /tf message and NaN action injected must be
+  counted), reads every bag back with rosbags and compares its message
   counts with the recorder's summary, and says PASS/FAIL for each check.
 
     .venv/bin/python benchmarks/bench_soak.py [--minutes 30] [--switch-s 20] [--fault-s 15] [--seed 0] [name:=value ...]
@@ -350,6 +351,22 @@ def tf_fault_report(sent: Counter, observer: "Observer") -> list[str]:
     return failures
 
 
+def nan_action_report(sent: int, observer: "Observer", bridge_restarts: int) -> list[str]:
+    """Each NaN action this benchmark sent was counted by the bridge: it takes every queued action and rejects
+    each bad one (none is replaced in its queue unseen), or DDS reported it lost on the way. A shortfall fails."""
+    counted = observer.counters.get("rynn_bridge", {})
+    rejected = counted.get("rejected.action_non_finite", 0)
+    lost = counted.get("dropped.action_lost_in_transport", 0)
+    print("\n== NaN actions injected vs. counted by the bridge")
+    print(f"  nan_action sent {sent:4d}, rejected.action_non_finite {rejected}, dropped.action_lost_in_transport {lost} "
+          f"(valid actions superseded before use: {counted.get('dropped.action_superseded', 0)})")
+    if bridge_restarts:
+        print(f"  the bridge restarted {bridge_restarts} time(s): its counts start again at each restart")
+    if rejected + lost < sent:
+        return [f"nan_action: {sent} NaN actions sent, the bridge counted {rejected} rejected + {lost} lost in transport"]
+    return []
+
+
 def lost_report(summaries: dict[str, dict], observer: Observer, bag_gaps: Counter) -> list[str]:
     lost, failed, cut = Counter(), Counter(), Counter()
     for summary in summaries.values():
@@ -513,6 +530,7 @@ def main() -> int:
     resources.report()
     read_failures, bag_gaps = read_back(work / "bags", summaries)
     failures += read_failures + lost_report(summaries, observer, bag_gaps) + tf_fault_report(faults.bad_tf_sent, observer)
+    failures += nan_action_report(faults.injected["nan_action"], observer, restarts.get("rynn_bridge", 0))
     print(f"\nmachine at the end: {machine_info()}")
     print("PASS" if not failures else "FAIL:\n  " + "\n  ".join(failures))
     return 1 if failures else 0

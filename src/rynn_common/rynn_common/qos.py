@@ -27,10 +27,17 @@ world model's frame clock resamples every skeleton); 10 deep (rclpy's usual dept
 consumer that fell behind wants the newest samples, not a backlog (the recorder keeps its own 2000).
 
 ``LATEST_ONLY_QOS``: readers that use only the newest sample, where a lost one is replaced by the
-next: the bridge's ``/rynn/action`` input (the newest command wins), the world model's real-camera
-input (it anchors on the newest real frame it holds), the console's joint-state and skeleton views
-(each drawn from the newest at the view's own rate). Best effort, depth 1: nothing is resent or
-queued for a reader that would drop it anyway.
+next: the world model's real-camera input (it anchors on the newest real frame it holds), the
+console's joint-state and skeleton views (each drawn from the newest at the view's own rate). Best
+effort, depth 1: nothing is resent or queued for a reader that would drop it anyway.
+
+``ACTION_INPUT_QOS``: the bridge's ``/rynn/action`` input. Best effort, so any publisher matches. The
+newest command wins, but every sample must be seen: the bridge takes all that are queued at once,
+rejects (counts) the bad ones and counts the valid older ones as superseded. At depth 1 a sample its
+executor had not taken yet was replaced by the next one unseen (no lost event): of 17 NaN actions
+injected in a 30-minute soak beside the 200 Hz stream the bridge counted 12. 200 deep, a second of
+the 200 Hz stream: an executor held up longer than that has long let the actions go stale (the
+watchdog holds the robot after 100 ms).
 
 ``CAMERA_VIEW_QOS``: readers of camera images that show only the newest frame but report the stream's
 rate: the console's camera views. Reliable: a best-effort subscription lost ~40% of 640x480 frames
@@ -80,6 +87,7 @@ STATUS_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)  # 10
 TF_QOS = RECORDED_STREAM_QOS
 LIVE_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 LATEST_ONLY_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
+ACTION_INPUT_QOS = QoSProfile(depth=200, reliability=ReliabilityPolicy.BEST_EFFORT)  # 1 s at 200 Hz
 CAMERA_VIEW_QOS = QoSProfile(depth=16, reliability=ReliabilityPolicy.RELIABLE)
 RELAY_IMAGE_QOS = QoSProfile(depth=4, reliability=ReliabilityPolicy.RELIABLE)
 CAMERA_DRIVER_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)

@@ -210,6 +210,19 @@ def test_action_inbox_rejects_bad_actions_and_goes_stale():
     assert inbox.newest[0] == 0.1
 
 
+def test_actions_taken_together_the_newest_valid_wins_and_every_other_one_is_counted():
+    """The bridge takes every queued /rynn/action at once: none may vanish uncounted."""
+    inbox = ActionInbox(stale_after_s=0.1)
+    nan = np.full(ACTION_DIM, np.nan)
+    older, newer = np.full(ACTION_DIM, 0.1), np.full(ACTION_DIM, 0.2)
+    intake = inbox.submit_newest([older, nan, newer, np.zeros(ACTION_DIM - 1), nan], now=1.0)
+    assert intake.rejected == ["non_finite", "wrong_size", "non_finite"] and intake.superseded == 1
+    np.testing.assert_array_equal(inbox.fresh(now=1.0), newer)
+    intake = inbox.submit_newest([nan], now=2.0)  # only bad ones: the stored action stays, and ages
+    assert intake.rejected == ["non_finite"] and intake.superseded == 0
+    assert inbox.fresh(now=2.0) is None and inbox.newest[0] == 0.2
+
+
 # --- Ruckig transition --------------------------------------------------------------------
 
 

@@ -261,10 +261,9 @@ def test_real_digital_real_round_trip(ros_node, start_process, helpers, lcm_url)
         assert wait_until(lambda: operator.best_effort_frames > 0, 10.0, spin=spin)  # best-effort consumers match too
         assert wait_until(lambda: operator.infos, 5.0, spin=spin) and operator.infos[-1].k[0] == 600.0 + MARKER["real"]
 
-        # A NaN action is rejected and counted; nothing non-finite reaches the robot. The bridge takes only the
-        # newest action (best effort, depth 1): beside the 50 Hz stream, a starved bridge had the one NaN action
-        # replaced before it read it, and counted nothing. So the stream pauses while the NaN action goes out
-        # (again each poll, a best-effort sample can be lost) until the bridge has counted it.
+        # A NaN action is rejected and counted; nothing non-finite reaches the robot. The stream pauses while
+        # the NaN action goes out (again each poll: a best-effort sample can be lost on the way) until the bridge
+        # has counted it. Beside a fast stream: test_bridge_node_actions.py.
         poisoned = operator.RobotAction(sequence=10**6)
         poisoned.positions = np.where(np.arange(ACTION_DIM) == 3, np.nan, first_target)
 

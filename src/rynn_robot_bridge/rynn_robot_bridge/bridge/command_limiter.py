@@ -7,10 +7,30 @@ limits itself: a bad or stale action must never become motion.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
 from rynn_common.action_layout import ACTION_DIM
 from rynn_robot_bridge.bridge.joint_limits import JointLimits
+
+
+def action_problem(action: np.ndarray) -> str | None:
+    """Why ``action`` (float64) can never be commanded ("wrong_size", "non_finite"), or None."""
+    if action.shape != (ACTION_DIM,):
+        return "wrong_size"
+    if not np.isfinite(action).all():
+        return "non_finite"
+    return None
+
+
+@dataclass
+class ActionIntake:
+    """What became of actions taken together: ``rejected`` reasons (one a refused action), and how many valid
+    ones were ``superseded`` by a newer valid one of the same take, so never used."""
+
+    rejected: list[str] = field(default_factory=list)
+    superseded: int = 0
 
 
 class ActionInbox:
@@ -24,13 +44,28 @@ class ActionInbox:
     def submit(self, values, now: float) -> str | None:
         """Store ``values``; returns None, or the rejection reason ("wrong_size", "non_finite")."""
         action = np.asarray(values, dtype=np.float64)
-        if action.shape != (ACTION_DIM,):
-            return "wrong_size"
-        if not np.isfinite(action).all():
-            return "non_finite"
+        problem = action_problem(action)
+        if problem:
+            return problem
         self._action = action.copy()
         self._received_at = now
         return None
+
+    def submit_newest(self, actions, now: float) -> ActionIntake:
+        """Store the newest valid one of ``actions`` (oldest first, taken together); every one is checked, so
+        each is either stored, superseded by a newer valid one, or rejected, and counted."""
+        intake, newest = ActionIntake(), None
+        for values in actions:
+            action = np.asarray(values, dtype=np.float64)
+            problem = action_problem(action)
+            if problem:
+                intake.rejected.append(problem)
+                continue
+            intake.superseded += newest is not None
+            newest = action
+        if newest is not None:
+            self._action, self._received_at = newest.copy(), now
+        return intake
 
     def fresh(self, now: float) -> np.ndarray | None:
         """The newest action if it arrived within ``stale_after_s``, else None (the watchdog's view)."""

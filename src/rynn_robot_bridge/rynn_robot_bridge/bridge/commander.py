@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rynn_robot_bridge.bridge.command_limiter import ActionInbox, CommandLimiter
+from rynn_robot_bridge.bridge.command_limiter import ActionInbox, ActionIntake, CommandLimiter
 from rynn_robot_bridge.bridge.joint_limits import JointLimits
 from rynn_robot_bridge.bridge.mode import Mode
 from rynn_robot_bridge.bridge.transition import SafeTransition, TransitionLimits
@@ -116,6 +116,11 @@ class RobotCommander:
         """Take an operator action; returns the rejection reason, or None when accepted."""
         with self._lock:
             return self.inbox.submit(values, now)
+
+    def submit_actions(self, actions, now: float) -> ActionIntake:
+        """Take the operator actions received together (oldest first): the newest valid one wins."""
+        with self._lock:
+            return self.inbox.submit_newest(actions, now)
 
     def update_measured(self, state: RobotState, now: float) -> Fault:
         """Take the robot's measured state if it validates; returns ``Fault.NONE`` or why it was dropped."""

@@ -3,7 +3,8 @@
 Topics (names are parameters: every key of this package's config/bridge.yaml is one, and robot.yaml's
 ``lcm`` section as ``lcm.url``, ``lcm.command_channel``, ...; an explicit parameter wins over the file):
 
-* in:  ``/rynn/action`` (RobotAction, best effort so any publisher matches); the real
+* in:  ``/rynn/action`` (RobotAction, best effort so any publisher matches; the newest valid one
+  wins, every one is counted: rejected, superseded or lost in transport); the real
   camera on ``/rynn/real/camera/color/{image_raw,camera_info}`` (the launch remaps the
   RealSense or simulated robot there) and the world model on
   ``/rynn/digital/camera/color/{image_raw,camera_info}``, both subscribed RELIABLE (a
@@ -51,7 +52,7 @@ from rynn_common.config_paths import find_config
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
-from rynn_common.qos import LATCHED_QOS, LATEST_ONLY_QOS, LIVE_QOS, RECORDED_CAMERA_QOS, RECORDED_STREAM_QOS, RELAY_IMAGE_QOS, STATUS_QOS
+from rynn_common.qos import ACTION_INPUT_QOS, LATCHED_QOS, LIVE_QOS, RECORDED_CAMERA_QOS, RECORDED_STREAM_QOS, RELAY_IMAGE_QOS, STATUS_QOS
 from rynn_common.rate_gate import RateGate
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status
 from rynn_common.ros_names import ACTION_TOPIC, DIAGNOSTICS_TOPIC, JOINT_STATES_TOPIC, MODE_TOPIC, SET_MODE_SERVICE, STATUS_TOPIC
@@ -119,7 +120,9 @@ class BridgeNode(Node):
             self.create_subscription(CameraInfo, info_topic, lambda raw, s=source: self._relay_info(s, raw), RELAY_IMAGE_QOS,
                                      raw=True)
         # raw: bytes no RobotAction serializes to are counted (a typed subscription drops them unseen)
-        self.create_subscription(RobotAction, ACTION_TOPIC, self._on_action_bytes, LATEST_ONLY_QOS, raw=True)
+        self._action_subscription = self.create_subscription(
+            RobotAction, ACTION_TOPIC, self._on_action_bytes, ACTION_INPUT_QOS, raw=True,
+            event_callbacks=SubscriptionEventCallbacks(message_lost=self._on_actions_lost))
         self.create_service(SetMode, SET_MODE_SERVICE, self._on_set_mode)
         create_steady_timer(self, 1.0 / settings.status_rate_hz, self._publish_status)
 
@@ -193,22 +196,43 @@ class BridgeNode(Node):
                 self.link.send(hold)
 
     def _on_action_bytes(self, raw: bytes) -> None:
-        positions = robot_action_positions(raw)  # the usual bytes, read without building a message
-        if positions is None:
-            try:
-                positions = deserialize(raw, RobotAction).positions
-            except ValueError as error:
-                with self._stats_lock:
-                    self.stats.reject("action_malformed")
-                self.get_logger().warning(str(error), throttle_duration_sec=5.0)
-                return
-        self._on_action(positions)
-
-    def _on_action(self, positions) -> None:
-        reason = self.commander.submit_action(positions, time.monotonic())
-        if reason:
+        """Executor: this action and every one queued behind it, taken at once (an empty take costs ~1 us): the
+        newest valid one is submitted, each bad one rejected and each valid older one counted as superseded, so
+        every action received is accounted for, none replaced in the reader's queue unseen."""
+        received = [raw]
+        while len(received) < ACTION_INPUT_QOS.depth and (queued := self._take_queued_action()) is not None:
+            received.append(queued)
+        actions, malformed = [], 0
+        for message in received:
+            positions = robot_action_positions(message)  # the usual bytes, read without building a message
+            if positions is None:
+                try:
+                    positions = deserialize(message, RobotAction).positions
+                except ValueError as error:
+                    malformed += 1
+                    self.get_logger().warning(str(error), throttle_duration_sec=5.0)
+                    continue
+            actions.append(positions)
+        intake = self.commander.submit_actions(actions, time.monotonic())
+        if malformed or intake.rejected or intake.superseded:
             with self._stats_lock:
-                self.stats.reject(f"action_{reason}")
+                if malformed:
+                    self.stats.reject("action_malformed", malformed)
+                for reason in intake.rejected:
+                    self.stats.reject(f"action_{reason}")
+                if intake.superseded:
+                    self.stats.drop("action_superseded", intake.superseded)
+
+    def _take_queued_action(self) -> bytes | None:
+        subscription = self._action_subscription
+        with subscription.handle:
+            taken = subscription.handle.take_message(subscription.msg_type, True)
+        return None if taken is None else taken[0]
+
+    def _on_actions_lost(self, status) -> None:
+        """Actions DDS knows never reached the reader (a best-effort sample lost on the way)."""
+        with self._stats_lock:
+            self.stats.drop("action_lost_in_transport", status.total_count_change)
 
     def _publish_joint_state(self, position, velocity, effort=()) -> None:
         """Published as soon as the state exists (never from a cache), so every message is a new state; as the
