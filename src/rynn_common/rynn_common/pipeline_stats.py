@@ -1,4 +1,4 @@
-"""Per-stage latencies and drop/reject counters that every node reports.
+"""Per-stage latencies and drop/reject counters that every node reports, and counted events.
 
 ROS-free so the numbers a node publishes in TeleopStatus and diagnostics are
 unit-tested; ``ros_conversions.make_teleop_status`` turns a snapshot into a message.
@@ -78,6 +78,7 @@ class StatsSnapshot:
     rejected: Mapping[str, int]
     outputs: int
     faults: Mapping[str, str]
+    events: Mapping[str, int]
 
     @property
     def dropped_total(self) -> int:
@@ -89,7 +90,9 @@ class StatsSnapshot:
 
 
 class PipelineStats:
-    """Latencies by stage, counted drops/rejects by reason, outputs, and active faults."""
+    """Latencies by stage, counted drops/rejects by reason, outputs, active faults, and events: what a node
+    counts that is neither an input dropped nor one rejected (a cycle planned another way, a loop period
+    skipped while nothing was owed), so it inflates neither total of /rynn/status."""
 
     def __init__(self, window: int = 500):
         self.window = window
@@ -97,6 +100,7 @@ class PipelineStats:
         self._latencies: dict[str, RollingLatency] = {}
         self._dropped: Counter = Counter()
         self._rejected: Counter = Counter()
+        self._events: Counter = Counter()
         self._outputs = 0
         self._faults: dict[str, str] = {}
 
@@ -131,7 +135,7 @@ class PipelineStats:
             self._outputs += n
 
     def set_totals(self, *, outputs: int | None = None, dropped: Mapping[str, int] | None = None,
-                   rejected: Mapping[str, int] | None = None) -> None:
+                   rejected: Mapping[str, int] | None = None, events: Mapping[str, int] | None = None) -> None:
         """Mirror counters another component keeps (absolute totals by reason, not increments)."""
         with self._lock:
             if outputs is not None:
@@ -140,6 +144,8 @@ class PipelineStats:
                 self._dropped[reason] = int(n)
             for reason, n in (rejected or {}).items():
                 self._rejected[reason] = int(n)
+            for name, n in (events or {}).items():
+                self._events[name] = int(n)
 
     def set_fault(self, key: str, description: str) -> None:
         with self._lock:
@@ -158,7 +164,7 @@ class PipelineStats:
         """Copies taken under the lock; the percentiles are computed after it is released."""
         with self._lock:
             readings = [(stage, *lat.readings()) for stage, lat in sorted(self._latencies.items())]
-            dropped, rejected = Counter(self._dropped), Counter(self._rejected)
+            dropped, rejected, events = Counter(self._dropped), Counter(self._rejected), Counter(self._events)
             outputs, faults = self._outputs, dict(self._faults)
         return StatsSnapshot(
             latencies=tuple(summarise(*reading) for reading in readings),
@@ -166,6 +172,7 @@ class PipelineStats:
             rejected=MappingProxyType(rejected),
             outputs=outputs,
             faults=MappingProxyType(faults),
+            events=MappingProxyType(events),
         )
 
     # Read-only views for code and tests that read one part: copies, never the live state.

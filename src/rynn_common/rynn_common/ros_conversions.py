@@ -262,7 +262,7 @@ def make_teleop_status(stats: PipelineStats, source: str, mode: int, stamp: Time
 
 
 def make_diagnostics(stats: PipelineStats, name: str, hardware_id: str, stamp: Time) -> DiagnosticArray:
-    """One DiagnosticStatus (for /diagnostics) with every latency and counter by reason.
+    """One DiagnosticStatus (for /diagnostics) with every latency, counter by reason and counted event.
 
     ERROR while a fault is active, WARN once anything was rejected, else OK.
     """
@@ -282,5 +282,6 @@ def make_diagnostics(stats: PipelineStats, name: str, hardware_id: str, stamp: T
         ]
     values += [KeyValue(key=f"dropped.{k}", value=str(v)) for k, v in sorted(snapshot.dropped.items())]
     values += [KeyValue(key=f"rejected.{k}", value=str(v)) for k, v in sorted(snapshot.rejected.items())]
+    values += [KeyValue(key=f"events.{k}", value=str(v)) for k, v in sorted(snapshot.events.items())]
     status = DiagnosticStatus(level=level, name=name, message=message, hardware_id=hardware_id, values=values)
     return DiagnosticArray(header=Header(stamp=stamp), status=[status])

@@ -103,3 +103,15 @@ def test_percentiles_are_numpys_floats_from_one_sort():
     summary = stats.latencies["stage"]
     assert (summary.last, summary.p50, summary.count) == (9.0, 0.3, 6)
     assert summary.p99 == float(np.percentile([0.1, 0.4, 0.2, 0.3, 9.0], 99))
+
+
+def test_events_reach_the_diagnostics_and_neither_status_total():
+    """An event (a cycle planned another way) is no input dropped or rejected: /rynn/status's totals leave it out."""
+    stats = PipelineStats()
+    stats.drop("stale")
+    stats.set_totals(events={"approach_unsynchronized_steps": 2})
+    status = make_teleop_status(stats, "node", 0, Time())
+    assert (status.dropped_inputs, status.rejected_inputs) == (1, 0)
+    diagnostics = make_diagnostics(stats, "node", "hw", Time()).status[0]
+    assert {kv.key: kv.value for kv in diagnostics.values}["events.approach_unsynchronized_steps"] == "2"
+    assert diagnostics.level == diagnostics.OK

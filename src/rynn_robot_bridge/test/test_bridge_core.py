@@ -1,7 +1,9 @@
 """The bridge's ROS-free core: modes, camera routing, limits, watchdog, safe transition, commander."""
 
 import itertools
+import json
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,8 +14,11 @@ from rynn_common.description import resolve_urdf_path
 from rynn_robot_bridge.bridge.camera_router import CameraRouter, FrameFormat, Routed
 from rynn_robot_bridge.bridge.command_limiter import ActionInbox, CommandLimiter
 from rynn_robot_bridge.bridge.commander import Phase, RobotCommander
+from rynn_robot_bridge.bridge.counters import mirror_bridge_counters
 from rynn_robot_bridge.bridge.joint_limits import JointLimits, joint_limits_from_urdf
+from rynn_robot_bridge.bridge.lcm_link import LcmRobotLink
 from rynn_robot_bridge.bridge.mode import Mode
+from rynn_robot_bridge.bridge.rate_loop import FixedRateThread
 from rynn_robot_bridge.bridge.settings import BridgeSettings, load_bridge_settings
 from rynn_robot_bridge.bridge.transition import SafeTransition, TransitionLimits
 from rynn_robot_bridge.image_layout import ImageHeader
@@ -541,3 +546,45 @@ def test_hold_command_is_the_last_good_pose_in_real_mode(limits):
     assert hold.hold and np.array_equal(hold.position, measured) and commander.phase is Phase.HOLDING
     commander.request_mode(Mode.DIGITAL, 0.001)
     assert commander.hold_command() is None
+
+
+# --- counters on /diagnostics -------------------------------------------------------------
+
+
+RUCKIG_FAILURE = Path(__file__).resolve().parents[2] / "rynn_common/test/data/ruckig_phase_sync_failure.json"
+
+
+def diagnostics_values(commander, command_loop, link) -> dict[str, str]:
+    """The bridge's /diagnostics key/values, built as its status timer builds them."""
+    from builtin_interfaces.msg import Time
+
+    from rynn_common.pipeline_stats import PipelineStats
+    from rynn_common.ros_conversions import make_diagnostics
+
+    stats = PipelineStats()
+    mirror_bridge_counters(stats, commander, command_loop, link, frames_forwarded=0)
+    return {kv.key: kv.value for kv in make_diagnostics(stats, "rynn_bridge", link.url, Time()).status[0].values}
+
+
+def test_an_approach_cycle_planned_per_joint_is_counted_on_the_diagnostics(limits, lcm_url):
+    """The soak's state in which Ruckig's synchronised re-plan raised, met by the bridge's approach: the cycle is
+    planned per joint and /diagnostics says so (an event: no input was dropped or rejected)."""
+    case = json.loads(RUCKIG_FAILURE.read_text())
+    link = LcmRobotLink(lcm_url, "TEST_COUNTERS_COMMAND", "TEST_COUNTERS_STATE", lambda state, at: None)
+    loop = FixedRateThread(RATE, lambda now: None, "test_counters")  # never started: its counts are 0
+    commander = make_commander(limits)
+    start, target = np.array(case["current_position"]), np.array(case["target_position"])
+    measure(commander, start, 0.0)
+    commander.submit_action(target, 0.0)
+    assert not commander.cycle(0.0).hold and commander.phase is Phase.APPROACHING
+    assert diagnostics_values(commander, loop, link)["events.approach_unsynchronized_steps"] == "0"
+    trajectory = commander._approach._trajectory  # the approach in motion, where the soak's cycle began
+    trajectory.reset(start)
+    trajectory._input.current_velocity = case["current_velocity"]
+    trajectory._input.current_acceleration = case["current_acceleration"]
+    measure(commander, start, DT)
+    commander.submit_action(target, DT)
+    assert not commander.cycle(DT).hold  # moved, not held: the cycle was planned
+    values = diagnostics_values(commander, loop, link)
+    assert values["events.approach_unsynchronized_steps"] == "1"
+    assert values["dropped.command_cycle_errors"] == "0" and not any(key.startswith("rejected.") for key in values)

@@ -86,6 +86,7 @@ class RobotCommander:
         self.limiter = CommandLimiter(joint_limits, rate_hz, velocity_scale)
         self.watchdog_trips = 0
         self.approaches = 0
+        self.approach_unsynchronized_steps = 0  # approach cycles planned per joint: Ruckig's synchronised plan raised
         self._lock = threading.Lock()
         self._mode = mode
         self._phase = Phase.HOLDING
@@ -183,7 +184,11 @@ class RobotCommander:
                 self._phase = Phase.APPROACHING
                 self.approaches += 1
             if self._phase == Phase.APPROACHING:
-                position = self._approach.step(action)
+                approach, unsynchronized_before = self._approach, self._approach.unsynchronized_steps
+                try:
+                    position = approach.step(action)
+                finally:  # counted even when the cycle then failed
+                    self.approach_unsynchronized_steps += approach.unsynchronized_steps - unsynchronized_before
                 if self._approach.done:
                     self.limiter.reset(position)
                     self._phase, self._approach = Phase.TRACKING, None

@@ -47,6 +47,11 @@ class SafeTransition:
                                             synchronized=True)
         self.done = False
 
+    @property
+    def unsynchronized_steps(self) -> int:
+        """Cycles Ruckig could not plan synchronised, planned per joint instead (``ActionTrajectory``)."""
+        return self._trajectory.unsynchronized_steps
+
     def step(self, target: np.ndarray) -> np.ndarray:
         """Advance one cycle towards ``target`` (clamped into the joint limits); sets ``done`` on arrival."""
         goal = self.joint_limits.clamp(np.asarray(target, dtype=np.float64))

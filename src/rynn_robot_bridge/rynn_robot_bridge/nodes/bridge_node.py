@@ -58,6 +58,7 @@ from rynn_common.ros_conversions import make_diagnostics, make_teleop_status
 from rynn_common.ros_names import ACTION_TOPIC, DIAGNOSTICS_TOPIC, JOINT_STATES_TOPIC, MODE_TOPIC, SET_MODE_SERVICE, STATUS_TOPIC
 from rynn_robot_bridge.bridge.camera_router import CameraRouter, FrameFormat, Routed
 from rynn_robot_bridge.bridge.commander import RobotCommander
+from rynn_robot_bridge.bridge.counters import mirror_bridge_counters
 from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
 from rynn_robot_bridge.bridge.lcm_link import LcmRobotLink, receive_buffer_note, state_batch_interval_s, with_receive_buffer
 from rynn_robot_bridge.bridge.mode import Mode
@@ -346,15 +347,7 @@ class BridgeNode(Node):
         stamp = self.get_clock().now().to_msg()
         with self._stats_lock:
             self.stats.replace_faults(faults)
-            state_rejects = {f"robot_state_{reason.removeprefix('rejected_')}": count
-                             for reason, count in vars(self.commander.state_validator.counters).items()
-                             if reason.startswith("rejected_") and count}
-            self.stats.set_totals(
-                outputs=self._frames_forwarded + self.link.commands_sent,
-                rejected={**self.link.rejected(), **state_rejects},
-                dropped={"command_cycle_errors": self.command_loop.errors,
-                         "stale_action_watchdog_trips": self.commander.watchdog_trips,
-                         "command_deadlines_missed": self.command_loop.missed_deadlines})
+            mirror_bridge_counters(self.stats, self.commander, self.command_loop, self.link, self._frames_forwarded)
             status = make_teleop_status(self.stats, NODE_NAME, int(self.commander.mode), stamp)
             diagnostics = make_diagnostics(self.stats, NODE_NAME, self.link.url, stamp)
         self.status_pub.publish(status)
