@@ -71,6 +71,26 @@ def test_fixed_rate_thread_ticks_at_its_rate(wait_until):
     assert abs(np.median(np.diff(ticks)) - 0.005) < 0.0005
 
 
+@pytest.mark.parametrize("returns, owed", [(True, True), (None, True), (False, False)])
+def test_skipped_periods_are_missed_deadlines_only_after_a_cycle_that_owed_one(returns, owed, wait_until):
+    """One cycle overruns by 30 ms, so ~6 periods get no cycle: missed deadlines where the cycle commanded (its
+    tick returned anything but False), only skipped periods where it owed nothing (the bridge in digital mode)."""
+    ticks = []
+
+    def tick(now):
+        ticks.append(now)
+        if len(ticks) == 3:
+            time.sleep(0.03)  # the overrun under test
+        return returns
+
+    loop = FixedRateThread(200.0, tick, name="test_owed")
+    loop.start()
+    assert wait_until(lambda: len(ticks) >= 10, 5.0)
+    loop.stop()
+    assert loop.skipped_periods >= 5
+    assert loop.missed_deadlines == (loop.skipped_periods if owed else 0)
+
+
 @pytest.mark.parametrize("priority", [0, 20])
 def test_the_command_thread_runs_at_its_realtime_priority_or_says_why_not(priority, wait_until, fifo_allowed):
     policies = []

@@ -575,3 +575,60 @@ def test_no_frame_of_the_old_source_is_published_after_the_switch_across_50_swit
     counts = {source: sum(1 for s, _, _ in operator.frames if s == source) for source in ("real", "digital", "unknown")}
     assert counts["real"] > 50 and counts["digital"] > 50 and counts["unknown"] == 0, counts
     assert late == [], f"{len(late)} frame(s) of the old source published after the switch: {late[:5]}"
+
+
+class BridgeDiagnostics:
+    """The bridge's newest /diagnostics values and how many reports arrived (no other traffic from this process)."""
+
+    def __init__(self, node):
+        from diagnostic_msgs.msg import DiagnosticArray
+
+        self.values: dict[str, str] = {}
+        self.reports = 0
+        node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
+
+    def _on_diagnostics(self, msg) -> None:
+        for status in msg.status:
+            if status.name == "rynn_bridge":
+                self.values = {kv.key: kv.value for kv in status.values}
+                self.reports += 1
+
+    def count(self, key: str) -> int:
+        return int(self.values.get(key, 0))
+
+
+def pause(process, seconds: float) -> None:
+    """Freeze every thread of ``process`` (SIGSTOP) for ``seconds``: ~200 command periods a second get no cycle."""
+    process.send_signal(signal.SIGSTOP)
+    try:
+        time.sleep(seconds)  # the length of the fault injected, not a wait for anything
+    finally:
+        process.send_signal(signal.SIGCONT)
+
+
+@pytest.mark.parametrize("start_mode", ["digital", "real"])
+def test_a_frozen_command_loop_misses_command_deadlines_only_while_it_commands_the_robot(
+        ros_node, start_process, helpers, lcm_url, start_mode):
+    """The bridge frozen for 0.2 s skips ~40 periods of its 200 Hz loop. Commanding the robot (real mode, robot
+    state streaming: holds, no actions needed), each is a missed command deadline; in digital mode nothing is owed
+    (the console's healthy digital session showed 3059 "missed command deadlines"), so they are skipped periods only."""
+    wait_until, read_log = helpers.wait_until, helpers.read_log
+    robot = LcmRobot(lcm_url, joint_limits_from_urdf().clamp(np.zeros(ACTION_DIM))) if start_mode == "real" else None
+    diagnostics = BridgeDiagnostics(ros_node)
+    bridge = start_bridge(start_process, lcm_url, start_mode)
+    spin = ros_node.spin_once
+    try:
+        commanding = (lambda: diagnostics.count("events.commands_sent") > 0) if robot else (lambda: True)
+        assert wait_until(lambda: diagnostics.reports > 0 and commanding(), 30.0, spin=spin), read_log(bridge)
+        skipped, missed = diagnostics.count("events.command_loop_periods_skipped"), diagnostics.count("dropped.command_deadlines_missed")
+        pause(bridge, 0.2)
+        assert wait_until(lambda: diagnostics.count("events.command_loop_periods_skipped") >= skipped + 30, 10.0, spin=spin), (
+            diagnostics.values, read_log(bridge))
+        if robot:
+            assert wait_until(lambda: diagnostics.count("dropped.command_deadlines_missed") >= missed + 30, 10.0, spin=spin), (
+                diagnostics.values)
+        else:
+            assert diagnostics.count("dropped.command_deadlines_missed") == 0, diagnostics.values
+    finally:
+        if robot:
+            robot.close()

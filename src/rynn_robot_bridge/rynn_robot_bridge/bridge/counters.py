@@ -12,7 +12,11 @@ from rynn_robot_bridge.bridge.rate_loop import FixedRateThread
 def mirror_bridge_counters(stats: PipelineStats, commander: RobotCommander, command_loop: FixedRateThread,
                            link: LcmRobotLink, frames_forwarded: int) -> None:
     """Copy the totals the commander, the command loop and the LCM link keep into ``stats``: rejected inputs,
-    dropped ones, and events (counted, neither: Ruckig re-plans of the approach, loop periods skipped)."""
+    dropped ones, and events (counted, neither: Ruckig re-plans of the approach, loop periods skipped).
+
+    ``command_deadlines_missed`` counts only periods a command was owed in (the robot commanded), so
+    ``command_deadlines_missed / (command_deadlines_missed + commands_sent)`` is the share of owed commands
+    that did not go out; ``command_loop_periods_skipped`` is every period the loop skipped, in any mode."""
     state_rejects = {f"robot_state_{reason.removeprefix('rejected_')}": count
                      for reason, count in vars(commander.state_validator.counters).items()
                      if reason.startswith("rejected_") and count}
@@ -22,4 +26,6 @@ def mirror_bridge_counters(stats: PipelineStats, commander: RobotCommander, comm
         dropped={"command_cycle_errors": command_loop.errors,
                  "stale_action_watchdog_trips": commander.watchdog_trips,
                  "command_deadlines_missed": command_loop.missed_deadlines},
-        events={"approach_unsynchronized_steps": commander.approach_unsynchronized_steps})
+        events={"approach_unsynchronized_steps": commander.approach_unsynchronized_steps,
+                "command_loop_periods_skipped": command_loop.skipped_periods,
+                "commands_sent": link.commands_sent})

@@ -2,7 +2,13 @@
 
 The 200 Hz command stream runs here rather than in an rclpy timer so that
 image relays in the executor cannot delay it; a late cycle never causes a
-burst of catch-up cycles (missed deadlines are skipped and counted).
+burst of catch-up cycles (whole periods already past are skipped and counted).
+
+A skipped period is a missed deadline only where a cycle was owed: the tick returns False when it owed
+nobody anything (the bridge in digital mode, or with no robot state yet, commands nothing), and the
+periods skipped after such a cycle count in ``skipped_periods`` alone. So ``missed_deadlines`` counts
+commands the robot did not get in time, not how busy the machine was while the bridge commanded nothing:
+the console's healthy digital session showed 3059 "missed command deadlines" when none was owed.
 
 The thread never dies of an exception in a cycle: it is counted, handed to
 ``on_error`` (the bridge holds the robot and reports it) and the next cycle runs.
@@ -58,13 +64,14 @@ def next_deadline(previous: float, now: float, period: float) -> tuple[float, in
 
 
 class FixedRateThread:
-    def __init__(self, rate_hz: float, tick: Callable[[float], None], name: str,
+    def __init__(self, rate_hz: float, tick: Callable[[float], bool | None], name: str,
                  on_error: Callable[[Exception], None] | None = None, realtime_priority: int = 0):
         self.period_s = 1.0 / rate_hz
         self.realtime_priority = realtime_priority
         self.scheduling = "not started"
         self._scheduled = threading.Event()
-        self.missed_deadlines = 0
+        self.skipped_periods = 0  # every period no cycle started in
+        self.missed_deadlines = 0  # those after a cycle that owed one (its tick did not return False)
         self.errors = 0
         self.last_error: str | None = None
         self.last_error_at = float("-inf")
@@ -103,13 +110,16 @@ class FixedRateThread:
         deadline = time.monotonic()
         while not self._stop.is_set():
             self.last_cycle_at = now = time.monotonic()
+            owed = True  # a cycle that raised owed its command (the bridge then sends a hold)
             try:
-                self._tick(now)
+                owed = self._tick(now) is not False
             except Exception as exc:  # a control thread must never die silently
                 self.errors += 1
                 self.last_error, self.last_error_at = f"{type(exc).__name__}: {exc}", time.monotonic()
                 if self._on_error is not None:
                     self._on_error(exc)
             deadline, skipped = next_deadline(deadline, time.monotonic(), self.period_s)
-            self.missed_deadlines += skipped
+            self.skipped_periods += skipped
+            if owed:
+                self.missed_deadlines += skipped
             self._stop.wait(max(0.0, deadline - time.monotonic()))

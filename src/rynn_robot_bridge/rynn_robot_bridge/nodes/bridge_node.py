@@ -172,8 +172,9 @@ class BridgeNode(Node):
         if accepted and self.commander.mode == Mode.REAL and self._joint_state_gate.due(received_at):
             self._publish_joint_state(state.position, state.velocity, state.effort)
 
-    def _command_cycle(self, now: float) -> None:
-        """Command thread: one 200 Hz cycle; in digital mode the virtual state is /joint_states (rate-limited)."""
+    def _command_cycle(self, now: float) -> bool:
+        """Command thread: one 200 Hz cycle; in digital mode the virtual state is /joint_states (rate-limited).
+        Returns whether it commanded the robot: only then is the next period's command owed (a deadline)."""
         with self._switch_lock:
             command = self.commander.cycle(now)
             if command is not None:
@@ -186,6 +187,7 @@ class BridgeNode(Node):
             if self._last_cycle_at is not None:
                 self.stats.record("command_period", now - self._last_cycle_at)
             self._last_cycle_at = now
+        return command is not None
 
     def _on_command_cycle_error(self, error: Exception) -> None:
         """Command thread: a cycle raised. Log it, hold the robot at the last good pose; the loop runs on
