@@ -40,21 +40,24 @@ def test_a_long_lived_caller_gets_every_answer_across_recorder_restarts(tmp_path
                                       "topics": ["/rynn/mode std_msgs/msg/String"], "latched_topics": ["/rynn/mode"]}))
     callers = {verb: node_service_caller(ros_node, Trigger, RECORDER_SERVICES[verb]) for verb in ("start", "stop")}
 
-    def call(verb: str):
+    def call(verb: str, recorder):
+        resent = callers[verb].resent
         answer = callers[verb].call(Trigger.Request(), ros_node.spin_once, CALL_TIMEOUT_S)
-        assert answer is not None, f"{verb} not answered within {CALL_TIMEOUT_S:g} s (resent {callers[verb].resent})"
+        # What went wrong must be readable from CI's output: how often the request went again, the recorder's log.
+        context = f"(resent {callers[verb].resent - resent} times)\n{read_log(recorder)}"
+        assert answer is not None, f"{verb} not answered within {CALL_TIMEOUT_S:g} s {context}"
+        assert answer.success, f"{verb} refused: {answer.message} {context}"
         return answer
 
     started_episodes = []
     for restart in range(RESTARTS + 1):
         recorder = start_recorder(start_process, config, f"recorder_{restart}")
         assert wait_for_log(recorder, "recorder up"), read_log(recorder)
-        started = call("start")  # at once: the moment the soak and an operator call it after a respawn
-        assert started.success, started.message
+        started = call("start", recorder)  # at once: the moment the soak and an operator call it after a respawn
         started_episodes.append(Path(started.message).name)
         if restart % 2:  # every other episode stopped before the kill, the rest recovered by the next recorder
-            stopped = call("stop")
-            assert stopped.success and json.loads(stopped.message)["episode"] == started_episodes[-1], stopped.message
+            stopped = call("stop", recorder)
+            assert json.loads(stopped.message)["episode"] == started_episodes[-1], stopped.message
         recorder.kill()
         recorder.wait(timeout=CALL_TIMEOUT_S)
 
