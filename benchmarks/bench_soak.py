@@ -115,7 +115,7 @@ class Observer:
         self.action_gaps = 0
         self.actions = 0
         self.producer_restarts = 0
-        self.counters: dict[str, dict[str, int]] = {}  # node -> "rejected.x"/"dropped.x" -> count
+        self.counters: dict[str, dict[str, int]] = {}  # node -> "rejected.x"/"dropped.x"/"events.x" -> count
         reliable = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
         node.create_subscription(RobotAction, ACTION_TOPIC, self._on_action, reliable)
         node.create_subscription(DiagnosticArray, DIAGNOSTICS_TOPIC, self._on_diagnostics, reliable)
@@ -149,7 +149,7 @@ class Observer:
     def _on_diagnostics(self, msg) -> None:
         for status in msg.status:
             counts = {kv.key: int(kv.value) for kv in status.values
-                      if kv.key.split(".")[0] in ("rejected", "dropped") and kv.value.lstrip("-").isdigit()}
+                      if kv.key.split(".")[0] in ("rejected", "dropped", "events") and kv.value.lstrip("-").isdigit()}
             if counts:
                 self.counters.setdefault(status.name.split(":")[0], {}).update(counts)
 
@@ -395,7 +395,8 @@ def lost_report(summaries: dict[str, dict], observer: Observer, bag_gaps: Counte
     # overflows unseen), so its gaps say how much this benchmark kept up, not what the graph lost; the bags say that.
     print(f"  /rynn/action at this benchmark's own subscriber (not a graph loss): {observer.actions} received, "
           f"{observer.action_gaps} sequence gaps (unpublished periods included), {observer.producer_restarts} producer restarts")
-    print("\n== counted by the nodes (rejected = refused as invalid, dropped = valid but not used)")
+    print("\n== counted by the nodes (rejected = refused as invalid, dropped = valid but not used, events = neither, "
+          "e.g. the bridge's approach cycles planned per joint)")
     for name, counts in sorted(observer.counters.items()):
         shown = ", ".join(f"{key} {value}" for key, value in sorted(counts.items()) if value)
         print(f"  {name}: {shown or 'nothing'}")
