@@ -186,8 +186,8 @@ def main() -> None:
     from sensor_msgs.msg import Image
 
     from rynn_common.action_layout import ACTION_DIM
+    from rynn_common.description.joint_limits import joint_limits_from_urdf
     from rynn_common.ros_conversions import make_robot_action
-    from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
 
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([*map(str, SOURCES), os.environ.get("PYTHONPATH", "")]))
     url = f"udpm://239.255.76.67:{7600 + int(os.environ['ROS_DOMAIN_ID'])}?ttl=0"

@@ -15,7 +15,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src" / p) for p in ("
 
 from rynn_common.description import default_urdf_path
 from rynn_retarget.kinematics.hand_retarget import TIPS, HandRetargeter
-from rynn_retarget.kinematics.robot_model import build_hand_chain, load_model
+from rynn_retarget.kinematics.robot_model import hand_chain_from_urdf
 from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig
 
 WUJI = Path("/work/shared/robots/wuji_hand_description/urdf/right.urdf")
@@ -48,10 +48,9 @@ def run(name, chain, side):
 
 def main():
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
-    model = load_model(default_urdf_path())
-    run("project hand (right)", build_hand_chain(model, "right"), "right")
+    run("project hand (right)", hand_chain_from_urdf(default_urdf_path(), "right"), "right")
     if WUJI.exists():
-        run("real WUJI right.urdf", build_hand_chain(load_model(WUJI), "right"), "right")
+        run("real WUJI right.urdf", hand_chain_from_urdf(WUJI, "right"), "right")
 
 
 if __name__ == "__main__":

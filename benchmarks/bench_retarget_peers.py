@@ -27,10 +27,12 @@ import pinocchio as pin
 sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src" / p) for p in ("rynn_common", "rynn_retarget")]
 
 from rynn_common.description import default_urdf_path
+from rynn_common.description.joint_limits import joint_limits_from_urdf
+from rynn_common.description.kinematic_model import load_model
 from rynn_retarget.config import load_retarget_config
 from rynn_retarget.kinematics.arm_ik import ArmIkConfig, ArmIkSolver
 from rynn_retarget.kinematics.hand_retarget import DISTAL_JOINT_INDICES, TIPS, HandRetargeter
-from rynn_retarget.kinematics.robot_model import build_arm_chain, build_hand_chain, load_model
+from rynn_retarget.kinematics.robot_model import build_arm_chain, hand_chain_from_urdf
 from rynn_retarget.operator.synthetic import SyntheticOperator, SyntheticOperatorConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -188,7 +190,8 @@ def run_tracking(solvers, chains, episodes):
 def arm_peers(args):
     config = load_retarget_config(CONFIG)
     model = load_model(default_urdf_path())
-    chains = {side: build_arm_chain(model, side) for side in ("left", "right")}
+    limits = joint_limits_from_urdf(default_urdf_path())
+    chains = {side: build_arm_chain(model, side, limits) for side in ("left", "right")}
     neutral = {side: config.neutral_arm(side) for side in ("left", "right")}
     track_iterations = config.arm_ik.max_iterations
     print(f"\narms: project URDF, config {CONFIG.name} arm_ik (max_iterations {track_iterations} when tracking, "
@@ -355,7 +358,7 @@ def hand_peers(args):
           f"{args.hand_seconds:.0f} s at 120 Hz, {args.episodes} own-trajectory episodes x {args.seconds:.0f} s; "
           f"dex-retargeting runs on the vendor URDF (it needs a hand-only URDF)")
     for hand_name, (urdf, dex_urdf) in hands.items():
-        chain = build_hand_chain(load_model(urdf), "right")
+        chain = hand_chain_from_urdf(urdf, "right")
         names = [chain.model.names[i] for i in range(1, chain.model.njoints)]
         methods = {"project": ProjectHand(chain, config)}
         if have_dex and dex_urdf is not None:

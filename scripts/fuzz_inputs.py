@@ -259,7 +259,7 @@ def listen_to_commands(url: str, channel: str, watch: Watch, stop: threading.Eve
     """Every command the bridge sends the robot, checked against the URDF's limits."""
     import lcm
 
-    from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
+    from rynn_common.description.joint_limits import joint_limits_from_urdf
     from rynn_robot_bridge.lcm_protocol import decode_command
 
     limits = joint_limits_from_urdf()

@@ -14,12 +14,14 @@ import numpy as np
 
 from rynn_common.action_layout import ACTION_DIM, LEFT_ARM, LEFT_HAND, RIGHT_ARM, RIGHT_HAND, SIDES
 from rynn_common.description import resolve_urdf_path
+from rynn_common.description.joint_limits import joint_limits_from_urdf
+from rynn_common.description.kinematic_model import frame_pose, load_model
 from rynn_retarget.config import RetargetConfig, load_retarget_config
 from rynn_retarget.input_guard import InputGuard
 from rynn_retarget.kinematics.arm_ik import ArmIkSolver, IkResult
 from rynn_retarget.kinematics.calibration import Calibration, calibrate_arm
 from rynn_retarget.kinematics.hand_retarget import HandRetargeter
-from rynn_retarget.kinematics.robot_model import build_arm_chain, build_hand_chain, frame_pose, load_model
+from rynn_retarget.kinematics.robot_model import build_arm_chain, build_hand_chain
 from rynn_retarget.kinematics.transforms import invert, tracker_point, wrist_target
 from rynn_retarget.operator.frame import OperatorFrame
 from rynn_retarget.smoothing import JointSmoother
@@ -40,19 +42,16 @@ class RetargetOutput:
 class RetargetPipeline:
     def __init__(self, config: RetargetConfig | None = None):
         self.config = config or RetargetConfig()
-        model = load_model(resolve_urdf_path(self.config.urdf_path))
-        self.arms = {side: build_arm_chain(model, side) for side in SIDES}
+        urdf_path = resolve_urdf_path(self.config.urdf_path)
+        model = load_model(urdf_path)
+        limits = joint_limits_from_urdf(urdf_path)
+        self.arms = {side: build_arm_chain(model, side, limits) for side in SIDES}
         self.solvers = {side: ArmIkSolver(self.arms[side], self.config.arm_ik) for side in SIDES}
-        self.hands = {side: HandRetargeter(build_hand_chain(model, side), self.config.hand) for side in SIDES}
+        self.hands = {side: HandRetargeter(build_hand_chain(model, side, limits), self.config.hand) for side in SIDES}
         self.camera_from_base = invert(frame_pose(model, self.config.camera_frame))
         self.set_calibration(self.config.resolved_calibration())
         self.guard = InputGuard(self.config.guard)
-        self.lower = np.empty(ACTION_DIM)
-        self.upper = np.empty(ACTION_DIM)
-        for side in SIDES:
-            self.lower[ARM_SLICES[side]], self.upper[ARM_SLICES[side]] = self.arms[side].lower, self.arms[side].upper
-            chain = self.hands[side].chain
-            self.lower[HAND_SLICES[side]], self.upper[HAND_SLICES[side]] = chain.lower, chain.upper
+        self.lower, self.upper = limits.lower, limits.upper
         self._action = self.neutral_action()
         self._skeleton_hand = {side: np.zeros((21, 3)) for side in SIDES}
 

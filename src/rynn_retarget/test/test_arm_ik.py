@@ -11,8 +11,8 @@ NEUTRAL = np.array([-0.4, -0.05, 0.0, -1.5, -1.5, 0.0, 0.0])
 
 
 @pytest.fixture(scope="module")
-def left_arm(robot_model):
-    return build_arm_chain(robot_model, "left")
+def left_arm(robot_model, robot_limits):
+    return build_arm_chain(robot_model, "left", robot_limits)
 
 
 def test_transform_chain_scales_translation_only():

@@ -47,8 +47,8 @@ def check_equals_per_frame_reference(chain):
 
 
 @pytest.mark.parametrize("side", ["left", "right"])
-def test_keypoint_jacobians_equal_pinocchio_per_frame_jacobians(robot_model, side):
-    check_equals_per_frame_reference(build_hand_chain(robot_model, side))
+def test_keypoint_jacobians_equal_pinocchio_per_frame_jacobians(robot_model, robot_limits, side):
+    check_equals_per_frame_reference(build_hand_chain(robot_model, side, robot_limits))
 
 
 def test_real_wuji_urdf_keypoint_jacobians_equal_per_frame_jacobians(wuji_right_hand):
@@ -56,8 +56,8 @@ def test_real_wuji_urdf_keypoint_jacobians_equal_per_frame_jacobians(wuji_right_
 
 
 @pytest.mark.parametrize("side", ["left", "right"])
-def test_keypoint_jacobians_match_finite_differences(robot_model, side):
-    chain = build_hand_chain(robot_model, side)
+def test_keypoint_jacobians_match_finite_differences(robot_model, robot_limits, side):
+    chain = build_hand_chain(robot_model, side, robot_limits)
     step = 1e-5
     for q in random_configurations(chain, 5, seed=2):
         points, jacobians = chain.keypoints_and_jacobians(q, ALL_KEYPOINTS)
@@ -70,9 +70,9 @@ def test_keypoint_jacobians_match_finite_differences(robot_model, side):
         np.testing.assert_allclose(jacobians, numeric, rtol=0, atol=1e-6)
 
 
-def test_tip_frames_move_with_their_finger_joints_only(robot_model):
+def test_tip_frames_move_with_their_finger_joints_only(robot_model, robot_limits):
     """The fixed tip-link frames take the support of their parent joint (finger joints 1-4)."""
-    chain = build_hand_chain(robot_model, "right")
+    chain = build_hand_chain(robot_model, "right", robot_limits)
     _, jacobians = chain.keypoints_and_jacobians((chain.lower + chain.upper) / 2, ALL_KEYPOINTS)
     for finger in range(5):
         tip = 4 * finger + 4

@@ -27,8 +27,8 @@ def check_retargets_robot_skeletons(chain):
 
 
 @pytest.mark.parametrize("side", ["left", "right"])
-def test_project_hand_reproduces_its_own_skeletons(robot_model, side):
-    check_retargets_robot_skeletons(build_hand_chain(robot_model, side))
+def test_project_hand_reproduces_its_own_skeletons(robot_model, robot_limits, side):
+    check_retargets_robot_skeletons(build_hand_chain(robot_model, side, robot_limits))
 
 
 def test_real_wuji_urdf_reproduces_its_own_skeletons(wuji_right_hand):
@@ -36,8 +36,8 @@ def test_real_wuji_urdf_reproduces_its_own_skeletons(wuji_right_hand):
 
 
 @pytest.mark.parametrize("side", ["left", "right"])
-def test_hand_closes_when_the_human_hand_closes(robot_model, side):
-    chain = build_hand_chain(robot_model, side)
+def test_hand_closes_when_the_human_hand_closes(robot_model, robot_limits, side):
+    chain = build_hand_chain(robot_model, side, robot_limits)
     retargeter = HandRetargeter(chain)
     flexion = {}
     for closure in (0.0, 1.0):
@@ -49,8 +49,8 @@ def test_hand_closes_when_the_human_hand_closes(robot_model, side):
     assert flexion[1.0] > flexion[0.0] + 0.8
 
 
-def test_pinch_brings_thumb_and_index_together(robot_model):
-    chain = build_hand_chain(robot_model, "right")
+def test_pinch_brings_thumb_and_index_together(robot_model, robot_limits):
+    chain = build_hand_chain(robot_model, "right", robot_limits)
     retargeter = HandRetargeter(chain)
     for index in range(30):
         q = retargeter.retarget(keypoints(pinch_pose(1.0), "right"), index / 60)
@@ -96,9 +96,9 @@ def test_filter_first_sample_passes_and_untimed_samples_get_no_weight():
     assert ema.update(np.array([7.0]), 0.0)[0] == 7.0
 
 
-def test_hand_output_is_the_solutions_filtered_over_their_stamps(robot_model):
+def test_hand_output_is_the_solutions_filtered_over_their_stamps(robot_model, robot_limits):
     """First skeleton: its solution as is; one 50 ms later weighs 1 - 0.4^3 (at 60 Hz, 0.6)."""
-    chain = build_hand_chain(robot_model, "right")
+    chain = build_hand_chain(robot_model, "right", robot_limits)
     retargeter = HandRetargeter(chain, HandRetargetConfig(ema_alpha=0.6, ema_reference_rate_hz=60.0))
     first = retargeter.retarget(keypoints(grasp_pose(0.0), "right"), 5.0)
     assert np.array_equal(first, retargeter._solution)
@@ -124,17 +124,17 @@ def check_closing_hand_never_bends_back(chain):
         assert fingertip_error(chain, q, skeleton).max() < 0.035
 
 
-def test_project_hand_closes_without_bending_a_finger_back(robot_model):
-    check_closing_hand_never_bends_back(build_hand_chain(robot_model, "right"))
+def test_project_hand_closes_without_bending_a_finger_back(robot_model, robot_limits):
+    check_closing_hand_never_bends_back(build_hand_chain(robot_model, "right", robot_limits))
 
 
 def test_wuji_hand_closes_without_bending_a_finger_back(wuji_right_hand):
     check_closing_hand_never_bends_back(wuji_right_hand)
 
 
-def test_synthetic_operator_fingertips_within_9mm_p95_and_never_bent_back(robot_model):
+def test_synthetic_operator_fingertips_within_9mm_p95_and_never_bent_back(robot_model, robot_limits):
     """The operator's scripted grasps and pinches: fingertip p95 < 9 mm (was 17.6), no finger bent back."""
-    chain = build_hand_chain(robot_model, "right")
+    chain = build_hand_chain(robot_model, "right", robot_limits)
     retargeter = HandRetargeter(chain, HandRetargetConfig(ema_alpha=1.0))
     operator = SyntheticOperator(SyntheticOperatorConfig(motion="all", seed=0))
     errors, distal = [], []

@@ -3,7 +3,7 @@
 import pytest
 
 from rynn_common.action_layout import joint_names
-from rynn_retarget.kinematics.robot_model import frame_pose
+from rynn_common.description.kinematic_model import frame_pose
 
 
 def test_pinocchio_model_has_the_54_action_joints_in_order(robot_model):

@@ -2,9 +2,9 @@
 
 Every URDF joint becomes one parent-link -> child-link transform: fixed joints
 (torso, head, camera mount, camera optical frame, palms, fingertips) once, for
-/tf_static; moving joints from joint positions, for /tf. The model is loaded by
-rynn_retarget's ``load_model`` from the same URDF the retargeting and the bridge
-use, so the camera pose here is the one the skeleton projection assumes.
+/tf_static; moving joints from joint positions, for /tf. The model is the one
+``rynn_common.description.kinematic_model`` loads for the retargeting too, from the
+same URDF, so the camera pose here is the one the skeleton projection assumes.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
-from rynn_retarget.kinematics.robot_model import load_model, placement_views
+from rynn_common.description.kinematic_model import load_model, placement_views
 
 
 @dataclass(frozen=True)

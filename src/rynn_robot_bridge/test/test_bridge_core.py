@@ -8,14 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rynn_common.action_layout import ACTION_DIM, LEFT_ARM, joint_names
+from rynn_common.action_layout import ACTION_DIM, LEFT_ARM
 from rynn_common.action_trajectory import ActionTrajectory
-from rynn_common.description import resolve_urdf_path
+from rynn_common.description.joint_limits import JointLimits, joint_limits_from_urdf
 from rynn_robot_bridge.bridge.camera_router import CameraRouter, FrameFormat, Routed
 from rynn_robot_bridge.bridge.command_limiter import ActionInbox, CommandLimiter
 from rynn_robot_bridge.bridge.commander import Phase, RobotCommander
 from rynn_robot_bridge.bridge.counters import mirror_bridge_counters
-from rynn_robot_bridge.bridge.joint_limits import JointLimits, joint_limits_from_urdf
 from rynn_robot_bridge.bridge.lcm_link import LcmRobotLink
 from rynn_robot_bridge.bridge.mode import Mode
 from rynn_robot_bridge.bridge.rate_loop import FixedRateThread
@@ -143,38 +142,6 @@ def test_stall_of_the_active_source_is_reported_and_a_new_source_gets_one_timeou
 
 
 # --- joint limits and command limiting ----------------------------------------------------
-
-
-def test_joint_limits_come_from_the_urdf(limits):
-    names = joint_names()
-    i = names.index("left_arm_joint1")
-    assert (limits.lower[i], limits.upper[i], limits.velocity[i]) == (-3.0, 0.9, 2.6)
-    i = names.index("left_arm_joint2")
-    assert (limits.lower[i], limits.upper[i]) == (-0.35, 2.6)
-    assert limits.lower.shape == limits.upper.shape == limits.velocity.shape == (ACTION_DIM,)
-
-
-def test_joint_limits_equal_what_pinocchio_parses(limits):
-    """The one XML reader agrees with the kinematics library the retargeting solves with."""
-    import pinocchio as pin
-
-    model = pin.buildModelFromUrdf(str(resolve_urdf_path(None)))
-    joints = [model.joints[model.getJointId(name)] for name in joint_names()]
-    np.testing.assert_array_equal(limits.lower, [model.lowerPositionLimit[j.idx_q] for j in joints])
-    np.testing.assert_array_equal(limits.upper, [model.upperPositionLimit[j.idx_q] for j in joints])
-    np.testing.assert_array_equal(limits.velocity, [model.velocityLimit[j.idx_v] for j in joints])
-    np.testing.assert_array_equal(limits.effort, [model.effortLimit[j.idx_v] for j in joints])
-
-
-def test_urdf_without_the_action_joints_is_refused(tmp_path):
-    urdf = tmp_path / "one_joint.urdf"
-    urdf.write_text(
-        '<robot name="r"><link name="a"/><link name="b"/>'
-        '<joint name="left_arm_joint1" type="revolute"><parent link="a"/><child link="b"/>'
-        '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>'
-    )
-    with pytest.raises(ValueError, match="left_arm_joint2"):
-        joint_limits_from_urdf(urdf)
 
 
 def test_limiter_clamps_to_joint_limits_and_per_step_velocity(limits):

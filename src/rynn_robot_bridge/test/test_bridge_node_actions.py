@@ -17,7 +17,7 @@ import pytest
 
 from ros_test_tools import read_log, wait_for_log, wait_until
 from rynn_common.action_layout import ACTION_DIM
-from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
+from rynn_common.description.joint_limits import joint_limits_from_urdf
 
 pytestmark = pytest.mark.ros
 

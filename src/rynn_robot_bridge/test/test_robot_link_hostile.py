@@ -19,7 +19,7 @@ from test_bridge_node import COMMAND_CHANNEL, STATE_CHANNEL, LcmRobot  # the ser
 
 from ros_test_tools import wait_for_log
 from rynn_common.action_layout import ACTION_DIM
-from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
+from rynn_common.description.joint_limits import joint_limits_from_urdf
 from rynn_robot_bridge.lcm_protocol import MODE_HOLD, RobotState, decode_command, decode_state, encode_command, encode_state
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]

@@ -10,8 +10,9 @@ import yaml
 from ros_test_tools import read_log, wait_until
 from rynn_common.action_layout import joint_names
 from rynn_common.description import default_urdf_path
+from rynn_common.description.joint_limits import joint_limits_from_urdf
+from rynn_common.description.kinematic_model import frame_pose, load_model
 from rynn_common.rotations import quaternions_xyzw
-from rynn_retarget.kinematics.robot_model import frame_pose, load_model
 from rynn_robot_bridge.robot_state import RobotStatePublisherCore
 
 CAMERA = "camera_color_optical_frame"
@@ -31,9 +32,13 @@ def chain_pose(edges: dict[str, tuple[str, np.ndarray]], link: str, root: str = 
 
 def random_configuration(seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
     """Random joint positions within limits: (in joint_names() order as on /joint_states, in Pinocchio's q order)."""
+    limits = joint_limits_from_urdf()
+    positions = np.random.default_rng(seed).uniform(limits.lower, limits.upper)
     model = load_model(default_urdf_path())
-    q = np.random.default_rng(seed).uniform(model.lowerPositionLimit, model.upperPositionLimit)
-    return np.array([q[model.joints[model.getJointId(name)].idx_q] for name in joint_names()]), q
+    q = np.zeros(model.nq)
+    for name, position in zip(joint_names(), positions):
+        q[model.joints[model.getJointId(name)].idx_q] = position
+    return positions, q
 
 
 @pytest.fixture(scope="module")

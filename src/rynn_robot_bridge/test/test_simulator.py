@@ -10,8 +10,8 @@ import pytest
 import rynn_robot_bridge.sim  # noqa: F401  (chooses the headless GL backend before mujoco loads)
 from rynn_common.action_layout import ACTION_DIM, joint_names
 from rynn_common.description import D435I_COLOR
+from rynn_common.description.joint_limits import joint_limits_from_urdf
 from rynn_common.ros_names import CAMERA_FRAME
-from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
 from rynn_robot_bridge.sim.scenes import TASKS, block_zone, set_object_pose, yaw_quat
 from rynn_robot_bridge.sim.simulator import SimulatedRobot
 

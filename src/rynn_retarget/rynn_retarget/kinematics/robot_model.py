@@ -2,7 +2,8 @@
 
 Each solver works on a reduced model (everything else locked at zero) because
 the full 54-DoF model costs several times more per forward-kinematics call and
-the arm and hand problems are independent.
+the arm and hand problems are independent. The chains' joint limits are the
+URDF's as ``rynn_common.description.joint_limits`` reads them for every package.
 """
 
 from __future__ import annotations
@@ -14,13 +15,10 @@ import numpy as np
 import pinocchio as pin
 
 from rynn_common.action_layout import arm_joint_names, hand_joint_names
+from rynn_common.description.joint_limits import JointLimits, joint_limits_from_urdf
+from rynn_common.description.kinematic_model import frame_id, load_model, placement_views
 
 WORLD_ALIGNED = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
-
-
-def load_model(urdf_path: str | Path) -> pin.Model:
-    """Kinematic model only: meshes are neither needed nor loaded."""
-    return pin.buildModelFromUrdf(str(urdf_path))
 
 
 def reduced_to(model: pin.Model, keep_joints: list[str]) -> pin.Model:
@@ -80,32 +78,26 @@ class ArmChain:
         return pose.translation.copy(), jacobian[:3]
 
 
-def build_arm_chain(model: pin.Model, side: str) -> ArmChain:
-    arm = reduced_to(model, arm_joint_names(side))
+def build_arm_chain(model: pin.Model, side: str, limits: JointLimits) -> ArmChain:
+    """The ``side`` arm of ``model``, within ``limits`` (those of the URDF ``model`` was loaded from)."""
+    names = arm_joint_names(side)
+    arm = reduced_to(model, names)
+    arm_limits = limits.select(names)
     return ArmChain(
         side=side,
         model=arm,
         data=arm.createData(),
-        ee_frame=_frame_id(arm, f"{side}_ee_link"),
-        elbow_frame=_frame_id(arm, f"{side}_arm_link4"),
-        palm_frame=_frame_id(arm, f"{side}_palm_link"),
-        lower=arm.lowerPositionLimit.copy(),
-        upper=arm.upperPositionLimit.copy(),
+        ee_frame=frame_id(arm, f"{side}_ee_link"),
+        elbow_frame=frame_id(arm, f"{side}_arm_link4"),
+        palm_frame=frame_id(arm, f"{side}_palm_link"),
+        lower=arm_limits.lower,
+        upper=arm_limits.upper,
     )
 
 
 # Robot frames matched to MediaPipe keypoints, per finger (1 = thumb):
 # joint-1 origin (MCP; thumb CMC), joint-3 origin (PIP; thumb MCP), joint-4 origin (DIP; thumb IP), tip.
 FINGER_KEYPOINT_FRAMES = ("joint1", "joint3", "joint4", "tip_link")
-
-
-def placement_views(data: pin.Data, frames) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Rotation (3x3) and translation (3) of each of ``frames`` in ``data.oMf``, as numpy views of Pinocchio's own
-    storage (eigenpy hands out references), which every forward kinematics rewrites in place: read together in one
-    ``np.array`` each call instead of an SE3 object fetched per frame, which cost ~1 us each in hot loops. Valid
-    while ``data`` lives and is not replaced: keep them beside it."""
-    placements = [data.oMf[frame] for frame in frames]
-    return [p.rotation for p in placements], [p.translation for p in placements]
 
 
 @dataclass
@@ -187,9 +179,11 @@ def skew_matrices(vectors: np.ndarray) -> np.ndarray:
     return (vectors @ AXIS_SKEWS).reshape(-1, 3, 3)
 
 
-def build_hand_chain(model: pin.Model, side: str) -> HandChain:
-    """Works on the bimanual URDF and on the vendor's single-hand WUJI URDF alike."""
+def build_hand_chain(model: pin.Model, side: str, limits: JointLimits) -> HandChain:
+    """The ``side`` hand of ``model``, within ``limits`` (those of the URDF ``model`` was loaded from). Works on
+    the bimanual URDF and on the vendor's single-hand WUJI URDF alike."""
     names = hand_joint_names(side)
+    hand_limits = limits.select(names)
     hand = reduced_to(model, names) if model.nq != len(names) else model
     if [hand.names[i] for i in range(1, hand.njoints)] != names:
         raise ValueError(f"hand joints in the URDF differ from the WUJI naming {names[:2]}...")
@@ -198,33 +192,25 @@ def build_hand_chain(model: pin.Model, side: str) -> HandChain:
         for kind in FINGER_KEYPOINT_FRAMES:
             name = f"{side}_finger{finger}_{kind}"
             if kind.startswith("joint"):
-                frames.append(_joint_frame_id(hand, name))
+                frames.append(_jointframe_id(hand, name))
             else:
-                frames.append(_frame_id(hand, name))
+                frames.append(frame_id(hand, name))
     return HandChain(
         side=side,
         model=hand,
         data=hand.createData(),
-        palm_frame=_frame_id(hand, f"{side}_palm_link"),
+        palm_frame=frame_id(hand, f"{side}_palm_link"),
         keypoint_frames=frames,
-        lower=hand.lowerPositionLimit.copy(),
-        upper=hand.upperPositionLimit.copy(),
+        lower=hand_limits.lower,
+        upper=hand_limits.upper,
     )
 
 
-def frame_pose(model: pin.Model, name: str, q: np.ndarray | None = None) -> np.ndarray:
-    """4x4 pose of frame ``name`` in the model root at ``q`` (default: neutral)."""
-    data = model.createData()
-    pin.framesForwardKinematics(model, data, pin.neutral(model) if q is None else q)
-    return data.oMf[_frame_id(model, name)].homogeneous.copy()
+def hand_chain_from_urdf(urdf_path: str | Path, side: str) -> HandChain:
+    """The ``side`` hand of the description at ``urdf_path``: the bimanual robot's or a single hand's."""
+    return build_hand_chain(load_model(urdf_path), side, joint_limits_from_urdf(urdf_path, hand_joint_names(side)))
 
 
-def _frame_id(model: pin.Model, name: str) -> int:
-    if not model.existFrame(name):
-        raise ValueError(f"the robot description has no frame {name!r}")
-    return model.getFrameId(name)
-
-
-def _joint_frame_id(model: pin.Model, joint_name: str) -> int:
+def _jointframe_id(model: pin.Model, joint_name: str) -> int:
     """The frame Pinocchio creates for a joint (origin at the joint)."""
     return model.getFrameId(joint_name, pin.FrameType.JOINT)

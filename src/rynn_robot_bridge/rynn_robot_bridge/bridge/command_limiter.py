@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rynn_common.action_layout import ACTION_DIM
-from rynn_robot_bridge.bridge.joint_limits import JointLimits
+from rynn_common.description.joint_limits import JointLimits
 
 
 def action_problem(action: np.ndarray) -> str | None:

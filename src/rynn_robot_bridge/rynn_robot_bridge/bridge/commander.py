@@ -36,9 +36,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rynn_common.description.joint_limits import JointLimits, joint_limits_from_urdf
 from rynn_robot_bridge.bridge.command_limiter import ActionInbox, ActionIntake, CommandLimiter
-from rynn_robot_bridge.bridge.joint_limits import JointLimits
 from rynn_robot_bridge.bridge.mode import Mode
+from rynn_robot_bridge.bridge.settings import BridgeSettings
 from rynn_robot_bridge.bridge.transition import SafeTransition, TransitionLimits
 from rynn_robot_bridge.lcm_protocol import RobotState, now_utime
 from rynn_robot_bridge.robot_safety import CommandEchoCheck, Fault, StateValidator
@@ -104,6 +105,22 @@ class RobotCommander:
         # Sequences start at the wall clock in microseconds: a restarted bridge always numbers above its
         # previous run (200 per second), so an old echo is never mistaken for a newer command of this run.
         self._next_sequence = now_utime()
+
+    @classmethod
+    def from_settings(cls, mode: Mode, settings: BridgeSettings, rate_hz: float) -> RobotCommander:
+        """The commander the bridge runs: the URDF's joint limits (``settings.urdf_path``), the settings' timeouts,
+        approach limits and state checks."""
+        return cls(
+            mode,
+            joint_limits_from_urdf(settings.urdf_path),
+            rate_hz=rate_hz,
+            action_timeout_s=settings.action_timeout_ms / 1e3,
+            state_timeout_s=settings.state_timeout_ms / 1e3,
+            transition_limits=settings.transition,
+            velocity_scale=settings.velocity_scale,
+            state_position_margin_rad=settings.state_position_margin_rad,
+            state_velocity_factor=settings.state_velocity_factor,
+        )
 
     @property
     def mode(self) -> Mode:

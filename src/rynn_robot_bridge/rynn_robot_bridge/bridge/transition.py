@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rynn_common.action_trajectory import ActionTrajectory, arm_hand_vector
-from rynn_robot_bridge.bridge.joint_limits import JointLimits
+from rynn_common.description.joint_limits import JointLimits
 
 
 @dataclass(frozen=True)

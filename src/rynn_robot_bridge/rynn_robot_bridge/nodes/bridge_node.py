@@ -59,7 +59,6 @@ from rynn_common.ros_names import ACTION_TOPIC, DIAGNOSTICS_TOPIC, JOINT_STATES_
 from rynn_robot_bridge.bridge.camera_router import CameraRouter, FrameFormat, Routed
 from rynn_robot_bridge.bridge.commander import RobotCommander
 from rynn_robot_bridge.bridge.counters import mirror_bridge_counters
-from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
 from rynn_robot_bridge.bridge.lcm_link import LcmRobotLink, receive_buffer_note, state_batch_interval_s, with_receive_buffer
 from rynn_robot_bridge.bridge.mode import Mode
 from rynn_robot_bridge.bridge.rate_loop import FixedRateThread, set_thread_scheduling
@@ -81,17 +80,7 @@ class BridgeNode(Node):
         self.stats = PipelineStats()
         self._stats_lock = threading.Lock()
         self._switch_lock = threading.Lock()  # a command cycle and a mode switch never interleave
-        self.commander = RobotCommander(
-            start_mode,
-            joint_limits_from_urdf(settings.urdf_path or None),
-            rate_hz=lcm_settings.command_rate_hz,
-            action_timeout_s=settings.action_timeout_ms / 1e3,
-            state_timeout_s=settings.state_timeout_ms / 1e3,
-            transition_limits=settings.transition,
-            velocity_scale=settings.velocity_scale,
-            state_position_margin_rad=settings.state_position_margin_rad,
-            state_velocity_factor=settings.state_velocity_factor,
-        )
+        self.commander = RobotCommander.from_settings(start_mode, settings, lcm_settings.command_rate_hz)
         canonical = FrameFormat(settings.camera_encoding, settings.camera_width, settings.camera_height, settings.camera_frame_id)
         self.router = CameraRouter(start_mode, canonical, settings.camera_stall_timeout_ms / 1e3, now,
                                    max_future_s=settings.camera_max_future_ms / 1e3)

@@ -1,6 +1,7 @@
 """Build the MuJoCo model of the robot from the project URDF (one source of truth with Pinocchio).
 
-The URDF gives links, joints and limits; this module adds what a simulator
+The URDF gives links and joints, and the joint limits through the one reader
+(``rynn_common.description.joint_limits``); this module adds what a simulator
 needs on top: position servos for the 54 action joints, gravity compensation
 (the real arm controller does it too), the head camera with the D435i
 intrinsics, and collision groups so the robot touches the world but not itself.
@@ -15,8 +16,8 @@ import mujoco
 
 from rynn_common.action_layout import ARM_DOF, joint_names
 from rynn_common.description import D435I_COLOR, CameraIntrinsics, resolve_urdf_path
+from rynn_common.description.joint_limits import joint_limits_from_urdf
 from rynn_common.ros_names import CAMERA_FRAME
-from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
 
 HEAD_CAMERA = "head_camera"
 HIDDEN_GROUP = 3  # collision geoms and the camera's own housing: simulated, not drawn
@@ -78,6 +79,7 @@ def build_robot_spec(
     limits = joint_limits_from_urdf(urdf_path)
     for index, name in enumerate(joint_names()):
         joint = spec.joint(name)
+        joint.range = [limits.lower[index], limits.upper[index]]
         is_arm = index < 2 * ARM_DOF
         joint.armature = ARM_ARMATURE if is_arm else FINGER_ARMATURE
         joint.solref_limit = [LIMIT_TIME_CONSTANT_PERIODS * spec.option.timestep, 1.0]

@@ -13,7 +13,7 @@ import numpy as np
 
 from rynn_common.action_layout import ACTION_DIM, ARM_DOF, joint_names
 from rynn_common.description import D435I_COLOR, CameraIntrinsics, resolve_urdf_path
-from rynn_robot_bridge.bridge.joint_limits import joint_limits_from_urdf
+from rynn_common.description.joint_limits import joint_limits_from_urdf
 from rynn_robot_bridge.sim.headless_gl import RendererUnavailable, require_renderer
 from rynn_robot_bridge.sim.robot_model import HEAD_CAMERA, build_robot_spec
 from rynn_robot_bridge.sim.scene_variation import SceneVariation, apply_variation, object_colours, sample_variation

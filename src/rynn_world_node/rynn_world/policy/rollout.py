@@ -159,11 +159,7 @@ def run_trial(policy, task: str, seed: int, settings: RolloutSettings = RolloutS
         image_width=settings.image_width, image_height=settings.image_height))
     robot = episode.robot
     config, bridge = load_robot_config(), load_bridge_settings()
-    commander = RobotCommander(Mode.REAL, robot.limits, rate_hz=config.lcm.command_rate_hz,
-                               action_timeout_s=bridge.action_timeout_ms / 1e3, state_timeout_s=bridge.state_timeout_ms / 1e3,
-                               transition_limits=bridge.transition, velocity_scale=bridge.velocity_scale,
-                               state_position_margin_rad=bridge.state_position_margin_rad,
-                               state_velocity_factor=bridge.state_velocity_factor)
+    commander = RobotCommander.from_settings(Mode.REAL, bridge, config.lcm.command_rate_hz)
     sim = _SimulatedLcmRobot(robot, config.controller)
     state_every = max(1, round(config.controller.control_rate_hz / config.controller.state_rate_hz))
     policy.reset()
