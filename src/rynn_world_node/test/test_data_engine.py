@@ -21,7 +21,7 @@ from rosbags.rosbag2 import Reader
 from ros_test_tools import node_env
 from rynn_common.description import CameraIntrinsics
 from rynn_robot_bridge.episodes.bag_writer import EpisodeBagWriter
-from rynn_robot_bridge.episodes.generate import write_episode_files, write_index
+from rynn_robot_bridge.episodes.layout import write_episode_files, write_index
 from rynn_robot_bridge.export.lerobot import export as export_lerobot
 from rynn_world.compositing import compositor_for
 from rynn_world.data.clips import render_skeleton

@@ -7,7 +7,7 @@ sampled per episode (``OperatorStyle``: speed, hand used, approach direction, he
 aim that is off and corrected). ``rynn_retarget.operator.task_operator`` turns a plan into tracker
 and glove frames through the inverse of the calibrated retarget chain.
 
-ROS-free and simulator-free: the scene arrives as plain ``SceneState`` data.
+ROS-free and simulator-free: the scene arrives as plain ``SceneState`` data (``rynn_common.task_scenes``).
 """
 
 from __future__ import annotations
@@ -16,36 +16,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rynn_common.task_scenes import ZONE_Y, SceneObject, SceneState
 from rynn_retarget.operator.synthetic import smoothstep
 
 SIDES = ("left", "right")
-
-
-@dataclass(frozen=True)
-class SceneObject:
-    """A free object at episode start: origin (base_link, m), yaw (rad), half extents (m) and, if it has
-    a handle, the point to hold it by (object frame)."""
-
-    name: str
-    position: np.ndarray
-    yaw: float = 0.0
-    half_extents: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    grip_point: np.ndarray | None = None
-
-    def point(self, local) -> np.ndarray:
-        """A point given in the object frame, in base_link."""
-        return self.position + axis_angle_matrix(np.array([0.0, 0.0, self.yaw])) @ np.asarray(local, dtype=float)
-
-
-@dataclass(frozen=True)
-class SceneState:
-    task: str
-    objects: dict  # name -> SceneObject
-
-    def object(self, name: str) -> SceneObject:
-        if name not in self.objects:
-            raise ValueError(f"scene {self.task!r} has no object {name!r} (has {sorted(self.objects)})")
-        return self.objects[name]
 
 
 @dataclass(frozen=True)
@@ -226,6 +200,11 @@ def rotation_vector(rotation: np.ndarray) -> np.ndarray:
     return angle * axis / np.linalg.norm(axis)
 
 
+def object_point(scene_object: SceneObject, local) -> np.ndarray:
+    """A point given in the object frame, in base_link."""
+    return scene_object.position + _yaw_matrix(scene_object.yaw) @ np.asarray(local, dtype=float)
+
+
 def hand_point(point, side: str) -> np.ndarray:
     """A palm-frame point given for the right hand, on ``side``'s hand (the left is the mirror image in y)."""
     return np.asarray(point, dtype=float) * (1.0, -1.0 if side == "left" else 1.0, 1.0)
@@ -258,7 +237,6 @@ PUSH_TOE_IN = 0.15  # rad: the left palm faces a little backwards; the pushed bl
 LEFT_PUSH_REACH_Y = 0.026  # the y the left hand's pushing fingers reach, palm facing right (asked -0.005: 0.026)
 FINGERTIPS = np.array([-0.015, 0.0, 0.185])  # the middle of the open robot hand's fingertip row (palm frame)
 ACROSS_PITCH = 0.6  # fingers pointing right, tipped down: the left palm reaches y ~ 0.01 at 15 cm height
-ZONE_RIGHT_Y = -0.20  # the right zone's centre (rynn_robot_bridge.sim.scenes.ZONE_Y)
 LIFT_PITCH, LIFT_CONTACT = 0.6, 0.09  # fingers nearly level: the palms reach x 0.22-0.44 m (1.1: 0.30-0.42)
 LIFT_SQUEEZE = 0.035  # m each palm presses into the plush
 LIFT_HEIGHT = 0.10  # m the plush is lifted: its bottom clears the tray wall (0.04 m) by 5 cm
@@ -376,7 +354,7 @@ def _plan_block_pushing(tracks: _Tracks, scene: SceneState, rest: dict, style: O
     tracks.move(0.9, "approach", left=HandKey(behind + 0.08 * up, across))
     tracks.move(0.5, "descend", left=HandKey(behind, across))
     tracks.hold(ARRIVE_S, "arrive", "left")
-    goal = at(across, tips, ZONE_RIGHT_Y + half[1], height)  # the block's centre on the right zone's
+    goal = at(across, tips, ZONE_Y["right"] + half[1], height)  # the block's centre on the right zone's
     tracks.move(1.4, "push", left=HandKey(goal, across))
     tracks.move(0.4, "release", left=HandKey(goal + np.array([0.0, 0.03, 0.02]), across))
     tracks.move(0.5, "retreat", left=HandKey(goal + np.array([0.0, 0.03, 0.12]), across))
@@ -427,7 +405,7 @@ def _plan_lid_placement(tracks: _Tracks, scene: SceneState, rest: dict, style: O
     pick_heading += 0.3 * style.approach_yaw - misfit / 2
     place_heading += 0.3 * style.approach_yaw + misfit / 2
     rotation, place_rotation = palm_down(pick_heading, pitch=LID_PITCH), palm_down(place_heading, pitch=LID_PITCH)
-    knob = lid.point(lid.grip_point)
+    knob = object_point(lid, lid.grip_point)
     on_box = box.position + np.array([0.0, 0.0, 2 * box.half_extents[2] + lid.half_extents[2] + lid.grip_point[2] + 0.005])
     _pick_and_place(tracks, side, knob, rotation, TRIPOD_GRASP_POINT, on_box, place_rotation, style,
                     grip=LID_GRIP, kind=LID_GRIP_KIND, lift=0.15, preshape=LID_PRESHAPE, lift_s=LID_LIFT_S,

@@ -12,24 +12,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import multiprocessing
-import os
 from pathlib import Path
 
-import numpy as np
 from tqdm import tqdm
 
 import rynn_robot_bridge.sim  # noqa: F401  (headless GL before mujoco loads)
 from rynn_common.directories import directory_in_progress
+from rynn_robot_bridge.episodes.layout import INDEX_NAME, episode_dir, write_episode_files, write_index
 from rynn_robot_bridge.episodes.rollout import OPERATORS, EpisodeSettings, episode_seed, record_episode
 from rynn_robot_bridge.sim.scenes import TASKS
-
-INDEX_NAME = "index.json"
-
-
-def episode_dir(out: Path, task: str, index: int) -> Path:
-    return out / task / f"episode_{index:04d}"
 
 
 def generate(out: Path, tasks: list[str], episodes: int, seed: int, settings: EpisodeSettings,
@@ -50,28 +42,12 @@ def _record_job(job: tuple) -> None:
     _record_one(*job)
 
 
-def write_episode_files(directory: Path, frames: dict[str, np.ndarray], summary: dict) -> None:
-    """``frames.npz`` and ``episode.json``, the files every episode directory holds besides ``bag/``."""
-    np.savez_compressed(directory / "frames.npz", **frames)
-    (directory / "episode.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
-
-
 def _record_one(out: Path, task: str, index: int, seed: int, settings: EpisodeSettings) -> None:
     final = episode_dir(out, task, index)
     with directory_in_progress(final) as partial:
         summary, frames = record_episode(task, seed, settings, partial / "bag")
         summary.update(episode=index, bag=f"{task}/{final.name}/bag", frames_file=f"{task}/{final.name}/frames.npz")
         write_episode_files(partial, frames, summary)
-
-
-def write_index(out: Path) -> list[dict]:
-    """``index.json``: every finished episode's summary, sorted by task and episode (written atomically)."""
-    entries = [json.loads(p.read_text()) for p in sorted(out.glob("*/episode_[0-9][0-9][0-9][0-9]/episode.json"))]
-    entries.sort(key=lambda e: (e["task"], e["episode"]))
-    tmp = out / (INDEX_NAME + ".tmp")
-    tmp.write_text(json.dumps({"episodes": entries}, indent=2, sort_keys=True))
-    os.replace(tmp, out / INDEX_NAME)
-    return entries
 
 
 def main(argv: list[str] | None = None) -> None:

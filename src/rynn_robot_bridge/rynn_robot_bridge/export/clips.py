@@ -6,8 +6,8 @@ Per episode ``<out>/<task>/episode_NNNN/`` with ``bag/`` (rosbag2 MCAP written b
 the generator's own ``EpisodeBagWriter``: one camera frame, CameraInfo,
 skeleton, action and joint state per clip frame, plus the first frame as the
 reference image), ``frames.npz`` (the generator's frame-aligned arrays) and
-``episode.json``; ``<out>/index.json`` comes from the generator's
-``write_index``. Bags keep the recorder's topics (the one episode schema); what
+``episode.json``; ``<out>/index.json`` comes from the episode layout's
+``write_index`` (``episodes.layout``). Bags keep the recorder's topics (the one episode schema); what
 the export adds for real data is the fixed frame clock, the skipped bad
 messages and a CameraInfo check. The training readers
 (rynn_world.data.robot_episodes) therefore take recorded and generated
@@ -28,7 +28,7 @@ from tqdm import tqdm
 
 from rynn_common.directories import directory_in_progress
 from rynn_robot_bridge.episodes.bag_writer import EpisodeBagWriter
-from rynn_robot_bridge.episodes.generate import INDEX_NAME, episode_dir, write_episode_files, write_index
+from rynn_robot_bridge.episodes.layout import INDEX_NAME, episode_dir, write_episode_files, write_index
 from rynn_robot_bridge.export.bag_episode import AlignedEpisode, EpisodeExportError, ExportTopics, bag_sha256, find_bags, load_episode
 
 

@@ -3,7 +3,9 @@
 Each scene adds free-floating objects (contacts and friction simulated) to
 the robot spec before compilation, samples their initial planar pose (x, y,
 yaw) from its own ranges, and owns a success check on the simulated state so
-the episode generator labels episodes the way a human judge would.
+the episode generator labels episodes the way a human judge would. The task
+names, the block-pushing zones and the ``SceneState`` the operator plans from
+are ``rynn_common.task_scenes``, shared with the operator side.
 """
 
 from __future__ import annotations
@@ -14,11 +16,10 @@ from typing import Callable
 import mujoco
 import numpy as np
 
-from rynn_retarget.operator.task_plan import SceneObject, SceneState
+from rynn_common.task_scenes import TASKS, ZONE_HALF, ZONE_X, ZONE_Y, SceneObject, SceneState
 from rynn_robot_bridge.sim.holds import HoldWatch
 from rynn_robot_bridge.sim.robot_model import WORLD_BITS
 
-TASKS = ("dual_picking", "block_pushing", "bimanual_lifting", "lid_placement")
 AT_REST_SPEED = 0.05  # m/s: an object moving slower than this counts as placed
 PLUSH_ROLLING_FRICTION = 0.02  # m: rolling it takes a push of ~7 N cm, it does not rock on its own
 APPLE_ROLLING_FRICTION = 0.008  # m: about 2 m/s^2 of rolling deceleration, an apple stops within centimetres
@@ -223,11 +224,6 @@ def _dual_picking_success(scene, model, data) -> bool:
         if not (scene.was_picked(fruit) and off_plate and on_table and _placed(model, data, fruit)):
             return False
     return True
-
-
-ZONE_HALF = (0.07, 0.07)
-ZONE_Y = {"left": 0.2, "centre": 0.0, "right": -0.2}
-ZONE_X = 0.38
 
 
 def _block_pushing(spec, rng) -> TaskScene:

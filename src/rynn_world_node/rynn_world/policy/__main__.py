@@ -78,7 +78,7 @@ def link_successful(root: Path, out: Path) -> list[dict]:
     of ``root`` whose scene check succeeded: demonstrations, not the task operator's failures."""
     import os
 
-    from rynn_robot_bridge.episodes.generate import episode_dir, write_index
+    from rynn_robot_bridge.episodes.layout import episode_dir, write_index
 
     for entry in json.loads((Path(root) / "index.json").read_text())["episodes"]:
         link = episode_dir(Path(out), entry["task"], entry["episode"])
