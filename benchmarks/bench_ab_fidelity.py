@@ -87,7 +87,7 @@ def read_bag(bag: Path) -> tuple[np.ndarray, np.ndarray, list]:
     from rosbags.highlevel import AnyReader
     from rosbags.typesys import Stores, get_typestore
 
-    from rynn_robot_bridge.ros_camera import image_to_rgb
+    from rynn_robot_bridge.camera_messages import image_to_rgb
 
     names = {f"operator_{n}": i for i, n in enumerate(TRACKERS)}
     stamps, poses, frames = [], [], []

@@ -99,7 +99,7 @@ def test_realsense_recording_reaches_the_canonical_camera_through_the_launched_g
 
     from launched_graph import ALL_UP, launcher_args, unique_lcm_url
     from ros_test_tools import read_log, wait_until
-    from rynn_robot_bridge.ros_camera import image_to_rgb
+    from rynn_robot_bridge.camera_messages import image_to_rgb
     camera_tests = load_module(REPO_ROOT / "src/rynn_robot_bridge/test/test_realsense_camera.py")
     frame_pixels, record_in_child = camera_tests.frame_pixels, camera_tests.record_in_child
 

@@ -5,7 +5,7 @@ deserialize/re-serialize of 900 kB per frame), so it reads the few fields its
 checks need from the CDR encoding itself: stamp, frame id, size, encoding,
 step and the data length. ``image_layout_problem`` is the one rule for
 "step and data fit this size and encoding", used by the relay and by
-``ros_camera.image_to_rgb``.
+``camera_messages.image_to_rgb``.
 """
 
 from __future__ import annotations

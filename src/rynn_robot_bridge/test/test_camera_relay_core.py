@@ -102,7 +102,7 @@ def test_image_to_rgb_uses_the_same_layout_rule():
     from rclpy.serialization import deserialize_message
     from sensor_msgs.msg import Image
 
-    from rynn_robot_bridge.ros_camera import image_to_rgb
+    from rynn_robot_bridge.camera_messages import image_to_rgb
 
     bad = deserialize_message(serialized_image(width=640, height=480, step=1, data=bytes(10)), Image)
     with pytest.raises(ValueError, match="step 1 is shorter than a 640-pixel rgb8 row"):

@@ -151,7 +151,7 @@ def test_node_publishes_the_recording_as_realsense2_camera_does(ros_node, start_
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import CameraInfo, Image
 
-    from rynn_robot_bridge.ros_camera import image_to_rgb
+    from rynn_robot_bridge.camera_messages import image_to_rgb
 
     wanted = FRAMES + 20  # more than one pass: includes a restart of the camera clock
     images, infos = [], []

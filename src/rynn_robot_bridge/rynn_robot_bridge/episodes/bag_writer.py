@@ -28,6 +28,7 @@ from rynn_common.ros_names import (
     JOINT_STATES_TOPIC,
     REFERENCE_IMAGE_TOPIC,
 )
+from rynn_robot_bridge.camera_messages import camera_info_fields, rgb8_image_fields
 from rynn_robot_bridge.recording.rosbag2_mcap import LATCHED_QOS, OfferedQos, Rosbag2McapWriter, make_typestore
 
 TOPICS = {
@@ -81,11 +82,8 @@ class EpisodeBagWriter:
         return self.types["std_msgs/msg/Header"](stamp=Time(sec=stamp_ns // 10**9, nanosec=stamp_ns % 10**9), frame_id=frame_id)
 
     def _image(self, rgb: np.ndarray, stamp_ns: int):
-        height, width = rgb.shape[:2]
-        return self.types["sensor_msgs/msg/Image"](
-            header=self._header(stamp_ns, CAMERA_FRAME), height=height, width=width, encoding="rgb8",
-            is_bigendian=0, step=width * 3, data=np.ascontiguousarray(rgb, dtype=np.uint8).reshape(-1),
-        )
+        """The live camera's Image (``camera_messages``); ``ValueError`` for anything but (H, W, 3) uint8."""
+        return self.types["sensor_msgs/msg/Image"](header=self._header(stamp_ns, CAMERA_FRAME), **rgb8_image_fields(rgb))
 
     def write_reference_image(self, rgb: np.ndarray, stamp_ns: int) -> None:
         self._write("reference_image", self._image(rgb, stamp_ns), stamp_ns)
@@ -93,13 +91,10 @@ class EpisodeBagWriter:
     def write_frame(self, rgb: np.ndarray, stamp_ns: int) -> None:
         """Image and CameraInfo under one stamp, as realsense2_camera publishes them."""
         self._write("image", self._image(rgb, stamp_ns), stamp_ns)
-        k = self.intrinsics.matrix()
         RegionOfInterest = self.types["sensor_msgs/msg/RegionOfInterest"]
-        info = self.types["sensor_msgs/msg/CameraInfo"](
-            header=self._header(stamp_ns, CAMERA_FRAME), height=self.intrinsics.height, width=self.intrinsics.width,
-            distortion_model="plumb_bob", d=np.zeros(5), k=k.ravel(), r=np.eye(3).ravel(),
-            p=np.hstack([k, np.zeros((3, 1))]).ravel(), binning_x=0, binning_y=0,
-            roi=RegionOfInterest(x_offset=0, y_offset=0, height=0, width=0, do_rectify=False),
+        info = self.types["sensor_msgs/msg/CameraInfo"](  # a rosbags message spells out rclpy's defaults: no binning, no ROI
+            header=self._header(stamp_ns, CAMERA_FRAME), **camera_info_fields(self.intrinsics),
+            binning_x=0, binning_y=0, roi=RegionOfInterest(x_offset=0, y_offset=0, height=0, width=0, do_rectify=False),
         )
         self._write("camera_info", info, stamp_ns)
 

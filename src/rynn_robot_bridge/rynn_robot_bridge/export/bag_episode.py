@@ -23,9 +23,9 @@ from rynn_common.action_layout import ACTION_DIM, joint_names
 from rynn_common.description import CameraIntrinsics
 from rynn_common.ros_names import ACTION_TOPIC, CAMERA_INFO_TOPIC, CAMERA_SKELETON_TOPIC, IMAGE_TOPIC, JOINT_STATES_TOPIC, MODE_TOPIC
 from rynn_common.skeleton_arrays import bimanual_skeleton_to_arrays
+from rynn_robot_bridge.camera_messages import image_to_rgb, intrinsics_from_camera_info
 from rynn_robot_bridge.episodes.bag_writer import make_typestore
 from rynn_robot_bridge.recording.metadata import file_sha256
-from rynn_robot_bridge.ros_camera import image_to_rgb
 
 MODE_CODES = {"real": 0, "digital": 1, "unknown": 255}  # TeleopStatus.MODE_*
 
@@ -206,7 +206,7 @@ def load_episode(bag: Path, fps: float, topics: ExportTopics = ExportTopics(), w
             elif topic == topics.mode:
                 modes.add(stamp, MODE_CODES.get(str(msg.data), MODE_CODES["unknown"]))
             elif topic == topics.camera_info and intrinsics is None and msg.k[0] > 0:
-                intrinsics = CameraIntrinsics(int(msg.width), int(msg.height), msg.k[0], msg.k[4], msg.k[2], msg.k[5])
+                intrinsics = intrinsics_from_camera_info(msg)
             elif topic == topics.skeleton:
                 try:
                     skeletons.add(stamp, bimanual_skeleton_to_arrays(msg))

@@ -31,6 +31,7 @@ from rosbags.highlevel import AnyReader
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from rynn_common.ros_names import ACTION_TOPIC, CAMERA_INFO_TOPIC, CAMERA_SKELETON_TOPIC, IMAGE_TOPIC
+from rynn_robot_bridge.camera_messages import image_to_rgb, intrinsics_from_camera_info
 
 from ..skeleton import CameraIntrinsics, ControlSample
 from .clips import Clip, check_clip_frames, clip_starts, render_skeleton, resample_indices, resize_frames, resize_masks
@@ -61,13 +62,6 @@ def _typestore():
     return store
 
 
-def _image(msg) -> np.ndarray:
-    if msg.encoding not in ("rgb8", "bgr8"):
-        raise ValueError(f"unsupported image encoding {msg.encoding!r} (expected rgb8/bgr8)")
-    image = np.frombuffer(msg.data, np.uint8).reshape(msg.height, msg.step)[:, : msg.width * 3].reshape(msg.height, msg.width, 3)
-    return image[..., ::-1].copy() if msg.encoding == "bgr8" else image.copy()
-
-
 def _newest_at_or_before(stamps: np.ndarray, query: np.ndarray) -> np.ndarray:
     return np.clip(np.searchsorted(stamps, query, side="right") - 1, 0, len(stamps) - 1)
 
@@ -86,9 +80,8 @@ def read_episode(episode_dir: Path) -> EpisodeArrays:
     if not topics[IMAGE_TOPIC] or not topics[CAMERA_INFO_TOPIC]:
         raise ValueError(f"{bag} has no {IMAGE_TOPIC} / {CAMERA_INFO_TOPIC} messages")
     image_stamps = np.array([s for s, _ in topics[IMAGE_TOPIC]], dtype=np.int64)
-    frames = np.stack([_image(m) for _, m in topics[IMAGE_TOPIC]])
-    info = topics[CAMERA_INFO_TOPIC][0][1]
-    intrinsics = CameraIntrinsics(fx=info.k[0], fy=info.k[4], cx=info.k[2], cy=info.k[5], width=info.width, height=info.height)
+    frames = np.stack([image_to_rgb(m) for _, m in topics[IMAGE_TOPIC]])
+    intrinsics = intrinsics_from_camera_info(topics[CAMERA_INFO_TOPIC][0][1])
     if not topics[CAMERA_SKELETON_TOPIC]:
         raise ValueError(f"{bag} has no {CAMERA_SKELETON_TOPIC} messages")
     skeleton_stamps = np.array([stamp for stamp, _ in topics[CAMERA_SKELETON_TOPIC]], dtype=np.int64)

@@ -57,8 +57,8 @@ from rynn_common.ros_names import (
     TF_TOPIC,
 )
 from rynn_common.skeleton_arrays import bimanual_skeleton_to_arrays
+from rynn_robot_bridge.camera_messages import image_to_rgb
 from rynn_robot_bridge.image_layout import read_image_header
-from rynn_robot_bridge.ros_camera import image_to_rgb
 from rynn_world.console.access import AccessGate, BrowserAccess, check_binding, read_token_file
 from rynn_world.console.board import (
     LOOP_SOURCE,

@@ -49,7 +49,8 @@ from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.qos import DIGITAL_CAMERA_QOS, LATCHED_QOS, LATEST_ONLY_QOS, LIVE_QOS, RECORDED_CAMERA_QOS, STATUS_QOS
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status, seconds_from_time, time_from_seconds
 from rynn_common.ros_names import DIAGNOSTICS_TOPIC, STATUS_TOPIC
-from rynn_robot_bridge.ros_camera import image_to_rgb, make_camera_info, make_image
+from rynn_robot_bridge.camera_messages import image_to_rgb
+from rynn_robot_bridge.ros_camera import make_camera_info, make_image
 from rynn_world.live_session import LiveWorldSession, SessionSettings
 from rynn_world.model.configs import get_config
 from rynn_world.nodes.model_loading import load_streaming_model
