@@ -37,11 +37,11 @@ def _recorded_skeletons(bag: Path):
     from rosbags.highlevel import AnyReader
 
     from rynn_common.ros_names import CAMERA_INFO_TOPIC, CAMERA_SKELETON_TOPIC
-    from rynn_world.data.robot_episodes import _typestore
+    from rynn_robot_bridge.recording.rosbag2_mcap import make_typestore
     from rynn_world.skeleton import CameraIntrinsics
 
     skeletons, intrinsics = {}, None
-    with AnyReader([bag], default_typestore=_typestore()) as reader:
+    with AnyReader([bag], default_typestore=make_typestore()) as reader:
         connections = [c for c in reader.connections if c.topic in (CAMERA_SKELETON_TOPIC, CAMERA_INFO_TOPIC)]
         for connection, _, raw in reader.messages(connections=connections):
             msg = reader.deserialize(raw, connection.msgtype)

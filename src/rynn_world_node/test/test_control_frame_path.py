@@ -7,8 +7,9 @@ import pytest
 from rosbags.highlevel import AnyReader
 
 from rynn_common.ros_names import CAMERA_SKELETON_TOPIC
+from rynn_robot_bridge.recording.rosbag2_mcap import make_typestore
 from rynn_world.data import RobotEpisodeDataset
-from rynn_world.data.robot_episodes import _typestore, read_episode
+from rynn_world.data.robot_episodes import read_episode
 from rynn_world.model.configs import get_config
 from rynn_world.skeleton import ControlSample, SkeletonRenderer, render_control
 from rynn_world.streaming import StreamingWorldModel
@@ -40,7 +41,7 @@ def test_episodes_on_their_frame_clock_are_read_frame_by_frame(episode_root):
 
 def _live_messages(bag):
     """Each recorded skeleton as the retarget node would have published it (an rclpy message)."""
-    with AnyReader([bag], default_typestore=_typestore()) as reader:
+    with AnyReader([bag], default_typestore=make_typestore()) as reader:
         connections = [c for c in reader.connections if c.topic == CAMERA_SKELETON_TOPIC]
         recorded = [(stamp, reader.deserialize(raw, c.msgtype)) for c, stamp, raw in reader.messages(connections=connections)]
     live = []

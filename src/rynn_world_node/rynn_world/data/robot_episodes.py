@@ -28,15 +28,13 @@ from typing import NamedTuple
 
 import numpy as np
 from rosbags.highlevel import AnyReader
-from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from rynn_common.ros_names import ACTION_TOPIC, CAMERA_INFO_TOPIC, CAMERA_SKELETON_TOPIC, IMAGE_TOPIC
 from rynn_robot_bridge.camera_messages import image_to_rgb, intrinsics_from_camera_info
+from rynn_robot_bridge.recording.rosbag2_mcap import make_typestore
 
 from ..skeleton import CameraIntrinsics, ControlSample
 from .clips import Clip, check_clip_frames, clip_starts, render_skeleton, resample_indices, resize_frames, resize_masks
-
-_MSG_DIR = Path(__file__).resolve().parents[3] / "rynn_teleop_msgs" / "msg"
 
 
 @dataclass
@@ -52,16 +50,6 @@ class EpisodeArrays:
     intrinsics: CameraIntrinsics
 
 
-def _typestore():
-    """Jazzy types plus rynn_teleop_msgs from the source tree (the bag's own types)."""
-    store = get_typestore(Stores.ROS2_JAZZY)
-    types = {}
-    for path in sorted(_MSG_DIR.glob("*.msg")):
-        types.update(get_types_from_msg(path.read_text(), f"rynn_teleop_msgs/msg/{path.stem}"))
-    store.register(types)
-    return store
-
-
 def _newest_at_or_before(stamps: np.ndarray, query: np.ndarray) -> np.ndarray:
     return np.clip(np.searchsorted(stamps, query, side="right") - 1, 0, len(stamps) - 1)
 
@@ -73,7 +61,7 @@ def read_episode(episode_dir: Path) -> EpisodeArrays:
         raise FileNotFoundError(f"{bag} not found: an episode needs its rosbag2 directory")
     npz = episode_dir / "frames.npz"
     topics = {IMAGE_TOPIC: [], CAMERA_INFO_TOPIC: [], CAMERA_SKELETON_TOPIC: []} | ({} if npz.is_file() else {ACTION_TOPIC: []})
-    with AnyReader([bag], default_typestore=_typestore()) as reader:
+    with AnyReader([bag], default_typestore=make_typestore()) as reader:  # for a bag without its message definitions
         connections = [c for c in reader.connections if c.topic in topics]
         for connection, stamp, raw in reader.messages(connections=connections):
             topics[connection.topic].append((stamp, reader.deserialize(raw, connection.msgtype)))
