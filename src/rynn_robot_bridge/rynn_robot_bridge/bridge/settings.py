@@ -26,7 +26,7 @@ from rynn_robot_bridge.bridge.transition import TransitionLimits
 @dataclass(frozen=True)
 class BridgeSettings:
     start_mode: str = "real"
-    urdf_path: str = ""  # empty: rynn_retarget's packaged URDF (joint limits)
+    urdf_path: str = ""  # empty: rynn_common's packaged URDF (joint limits)
     action_timeout_ms: float = 100.0  # no fresh /rynn/action for this long: the real robot holds
     state_timeout_ms: float = 100.0  # no LCM state for this long: fault, hold
     state_position_margin_rad: float = 0.1  # measured position beyond the URDF limits by more: state rejected
