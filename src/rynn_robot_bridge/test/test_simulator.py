@@ -10,7 +10,6 @@ import pytest
 import rynn_robot_bridge.sim  # noqa: F401  (chooses the headless GL backend before mujoco loads)
 from rynn_common.action_layout import ACTION_DIM, joint_names
 from rynn_common.description import D435I_COLOR
-from rynn_common.description.joint_limits import joint_limits_from_urdf
 from rynn_common.ros_names import CAMERA_FRAME
 from rynn_robot_bridge.sim.scenes import TASKS, block_zone, set_object_pose, yaw_quat
 from rynn_robot_bridge.sim.simulator import SimulatedRobot
@@ -26,18 +25,6 @@ def robot():
 def test_model_has_a_servo_per_action_joint(robot):
     assert robot.model.nu == ACTION_DIM
     assert [robot.model.actuator(i).name for i in range(ACTION_DIM)] == joint_names()
-
-
-def test_simulated_robot_enforces_the_limits_the_bridge_reads(robot):
-    """One limits reader: the gate's limits, MuJoCo's parsed joint ranges and the servos' force
-    ranges are the bridge's joint_limits_from_urdf."""
-    bridge = joint_limits_from_urdf()
-    for field in ("lower", "upper", "velocity", "effort"):
-        np.testing.assert_array_equal(getattr(robot.limits, field), getattr(bridge, field))
-    ranges = np.array([robot.model.joint(name).range for name in joint_names()])
-    np.testing.assert_allclose(ranges, np.stack([bridge.lower, bridge.upper], axis=1))
-    forces = np.array([robot.model.actuator(name).forcerange for name in joint_names()])
-    np.testing.assert_array_equal(forces, np.stack([-bridge.effort, bridge.effort], axis=1))
 
 
 def test_servos_track_a_step_within_a_few_milliradians(robot):
