@@ -1,5 +1,8 @@
 """The one reader of the URDF's joint limits (``rynn_common.description.joint_limits``)."""
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -7,6 +10,10 @@ import pytest
 from rynn_common.action_layout import ACTION_DIM, arm_joint_names, joint_names
 from rynn_common.description import default_urdf_path
 from rynn_common.description.joint_limits import joint_limits_from_urdf
+
+SOURCES = Path(__file__).resolve().parents[2]  # src/
+# Pinocchio's parsed limits, or a <limit> tag found in the XML
+OTHER_LIMIT_READERS = re.compile(r"PositionLimit|velocityLimit|effortLimit|[\"']limit[\"']")
 
 
 @pytest.fixture(scope="module")
@@ -66,3 +73,12 @@ def test_a_joint_without_a_position_range_is_refused(tmp_path):
     urdf = one_joint_urdf(tmp_path / "continuous.urdf", "continuous", '<limit effort="1" velocity="1"/>')
     with pytest.raises(ValueError, match=r"\['left_arm_joint1'\] are not of a type with a position range"):
         joint_limits_from_urdf(urdf, ["left_arm_joint1"])
+
+
+def test_no_other_module_reads_the_urdf_limits():
+    """Pinocchio and MuJoCo parse the same numbers from a revolute joint, so only a second reader in the
+    code, not the values, would let the packages' limits drift apart."""
+    readers = sorted(str(path.relative_to(SOURCES)) for path in SOURCES.rglob("*.py")
+                     if "/test/" not in str(path) and OTHER_LIMIT_READERS.search(path.read_text()))
+    assert readers == ["rynn_common/rynn_common/description/generate_urdf.py",  # writes the tags
+                       "rynn_common/rynn_common/description/joint_limits.py"], readers
