@@ -117,12 +117,12 @@ def test_two_process_training_keeps_ranks_equal_and_resumes_the_curve(tmp_path):
 
 def test_fsdp_launch_file_of_the_5b_model_validates():
     summary = validate_fsdp_config(CONFIG_DIR / "accelerate_fsdp.yaml", FULL, "train", training_precision="bf16")
-    assert summary.startswith("FSDP2: 30 x WanTransformerBlock wrapped")
+    assert summary.startswith("FSDP2: 30 x RynnWorldBlock wrapped")
     share = float(summary.split("(")[1].split(" %")[0])
     assert 95.0 < share < 100.0  # the blocks hold the weights; embeddings and the head stay in the root unit
     assert "bf16, FULL_STATE_DICT" in summary
     plan = fsdp_plan_from_file(CONFIG_DIR / "accelerate_fsdp.yaml")
-    assert (plan.version, plan.wrap_policy, plan.layer_classes) == (2, "transformer", ("WanTransformerBlock",))
+    assert (plan.version, plan.wrap_policy, plan.layer_classes) == (2, "transformer", ("RynnWorldBlock",))
     assert plan.reshard_after_forward is True and plan.offload_params is False
     # the training configs that pair with it agree on the precision
     from rynn_common.config_io import load_config
@@ -136,12 +136,12 @@ def test_fsdp_launch_file_of_the_5b_model_validates():
 
 
 @pytest.mark.parametrize("change, entry, precision, message", [
-    (("WanTransformerBlock", "WanAttentionBlock"), "train", "bf16", r"names \['WanAttentionBlock'\], which the wan2.2"),
+    (("RynnWorldBlock", "WanAttentionBlock"), "train", "bf16", r"names \['WanAttentionBlock'\], which the wan2.2"),
     (("mixed_precision: bf16", "mixed_precision: fp16"), "train", "fp16", "must be bf16, got 'fp16'"),
     (None, "train", "no", "run.mixed_precision is 'no' but the launch file says 'bf16'"),
     (("FULL_STATE_DICT", "SHARDED_STATE_DICT"), "train", "bf16", "fsdp_state_dict_type must be FULL_STATE_DICT"),
     (("TRANSFORMER_BASED_WRAP", "NO_WRAP"), "train", "bf16", "must be TRANSFORMER_BASED_WRAP"),
-    (("WanTransformerBlock", "FeedForward"), "train", "bf16", r"hold only \d+\.\d % of the wan2.2-ti2v-5b weights"),
+    (("RynnWorldBlock", "FeedForward"), "train", "bf16", r"hold only \d+\.\d % of the wan2.2-ti2v-5b weights"),
     (None, "distill", "bf16", "training.distill cannot run under FSDP"),
     (None, "train_vae", "bf16", "training.train_vae cannot run under FSDP"),
     (("distributed_type: FSDP", "distributed_type: MULTI_GPU"), "train", "bf16", "is not an FSDP launch"),

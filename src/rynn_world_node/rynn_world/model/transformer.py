@@ -13,15 +13,20 @@ output equals diffusers' own forward. What is added:
   so the teleop loop never runs a text encoder;
 - explicit attention masks and frame positions, attention groups (the teacher-forced warm-up
   attends exactly as streaming does: sink + window at re-indexed positions, see
-  training.causal), and a cached streaming step for the causal student (kv_cache.RollingKVCache).
+  training.causal), and a cached streaming step for the causal student (kv_cache.RollingKVCache);
+- each block is a RynnWorldBlock (the same parameters) whose forward is the world model's block
+  step, so every use of a block's weights enters through the block's own call, where per-block
+  hooks (FSDP's gather of a shard, see training.sharding) see it.
 """
 
+import functools
 from typing import NamedTuple
 
 import torch
 import torch.utils.checkpoint
 from diffusers import WanTransformer3DModel
 from diffusers.configuration_utils import register_to_config
+from diffusers.models.transformers.transformer_wan import WanTransformerBlock
 from torch import nn
 
 from .attention import attend, cross_attention, project_context, project_self_attention
@@ -40,7 +45,40 @@ class AttentionGroup(NamedTuple):
     key_frame_positions: torch.Tensor
 
 
+class RynnWorldBlock(WanTransformerBlock):
+    """A Wan block run the world model's way: per-frame modulation in float32 (as Wan computes it),
+    the text's keys and values projected once per stream (project_context), and self-attention left
+    to the caller (full, grouped or against a KV cache)."""
+
+    ENTRY_METHODS = ("project_context",)  # use the block's weights from outside forward (training.sharding)
+
+    def project_context(self, context: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return project_context(self.attn2, context)
+
+    def forward(self, x: torch.Tensor, modulation: torch.Tensor, context_kv: tuple[torch.Tensor, torch.Tensor],
+                rope, frames: int, self_attention) -> torch.Tensor:
+        """x (B, N, D) tokens of `frames` frames; modulation (B, F, 1, 6, D) float32; self_attention(q, k, v)."""
+        b, n, d = x.shape
+        hw = n // frames
+
+        def modulate(norm, h, shift, scale):
+            y = norm(h.float()).view(b, frames, hw, d) * (1 + scale) + shift
+            return y.view(b, n, d).type_as(h)
+
+        def gated(h, update, gate):
+            return (h.float() + (update.float().view(b, frames, hw, d) * gate).view(b, n, d)).type_as(h)
+
+        shift, scale, gate, c_shift, c_scale, c_gate = (self.scale_shift_table.view(1, 1, 1, 6, d) + modulation).unbind(3)
+        q, k, v = project_self_attention(self.attn1, modulate(self.norm1, x, shift, scale), rope)
+        x = gated(x, self.attn1.to_out[0](self_attention(q, k, v)), gate)
+        x = x + cross_attention(self.attn2, self.norm2(x.float()).type_as(x), context_kv)
+        return gated(x, self.ffn(modulate(self.norm3, x, c_shift, c_scale)), c_gate)
+
+
 class RynnWorldTransformer(WanTransformer3DModel):
+    _no_split_modules = ["RynnWorldBlock"]
+    ENTRY_METHODS = ("forward_cached", "embed_text")  # use the root's weights from outside forward (training.sharding)
+
     @register_to_config
     def __init__(
         self,
@@ -82,6 +120,8 @@ class RynnWorldTransformer(WanTransformer3DModel):
             rope_max_seq_len=rope_max_seq_len,
             pos_embed_seq_len=pos_embed_seq_len,
         )
+        for block in self.blocks:  # diffusers builds WanTransformerBlocks: same parameters, the world model's forward
+            block.__class__ = RynnWorldBlock
         inner_dim = num_attention_heads * attention_head_dim
         self.control_patch_embedding = nn.Conv3d(in_channels, inner_dim, kernel_size=patch_size, stride=patch_size)
         nn.init.zeros_(self.control_patch_embedding.weight)
@@ -114,7 +154,7 @@ class RynnWorldTransformer(WanTransformer3DModel):
         return self.condition_embedder.text_embedder(text_embeds.to(dtype))
 
     def context_kv(self, context: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        return [project_context(block.attn2, context) for block in self.blocks]
+        return [block.project_context(context) for block in self.blocks]
 
     def embed_timesteps(self, frame_timesteps: torch.Tensor, dtype) -> tuple[torch.Tensor, torch.Tensor]:
         """(B, F) timesteps -> temb (B, F, D) and block modulation (B, F, 6, D), as Wan computes them."""
@@ -142,34 +182,17 @@ class RynnWorldTransformer(WanTransformer3DModel):
     # ---- transformer body -------------------------------------------------------------------
 
     def _run_blocks(self, x, modulation, context_kv, rope, frames, self_attention):
-        """Wan blocks with Wan's float32 modulation; `self_attention(layer, q, k, v)` does the attending."""
-        b, n, d = x.shape
-        hw = n // frames
-
-        def modulate(norm, h, shift, scale):
-            y = norm(h.float()).view(b, frames, hw, d) * (1 + scale) + shift
-            return y.view(b, n, d).type_as(h)
-
-        def gated(h, update, gate):
-            return (h.float() + (update.float().view(b, frames, hw, d) * gate).view(b, n, d)).type_as(h)
-
-        mod = modulation.float().unsqueeze(2)  # (B, F, 1, 6, D)
-
-        def run_block(x, layer, block):
-            shift, scale, gate, c_shift, c_scale, c_gate = (block.scale_shift_table.view(1, 1, 1, 6, d) + mod).unbind(3)
-            q, k, v = project_self_attention(block.attn1, modulate(block.norm1, x, shift, scale), rope)
-            attn = block.attn1.to_out[0](self_attention(layer, q, k, v))
-            x = gated(x, attn, gate)
-            x = x + cross_attention(block.attn2, block.norm2(x.float()).type_as(x), context_kv[layer])
-            return gated(x, block.ffn(modulate(block.norm3, x, c_shift, c_scale)), c_gate)
-
+        """The blocks in order; `self_attention(layer, q, k, v)` does the attending."""
+        mod = modulation.float().unsqueeze(2)  # (B, F, 1, 6, D): Wan's float32 modulation
         # enable_gradient_checkpointing(): recompute each block in backward instead of storing it
         recompute = self.gradient_checkpointing and torch.is_grad_enabled()
         for layer, block in enumerate(self.blocks):
+            attention = functools.partial(self_attention, layer)
             if recompute:
-                x = torch.utils.checkpoint.checkpoint(run_block, x, layer, block, use_reentrant=False)
+                x = torch.utils.checkpoint.checkpoint(block, x, mod, context_kv[layer], rope, frames, attention,
+                                                      use_reentrant=False)
             else:
-                x = run_block(x, layer, block)
+                x = block(x, mod, context_kv[layer], rope, frames, attention)
         return x
 
     def _output(self, x, temb, grid, batch_size):
