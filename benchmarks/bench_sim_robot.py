@@ -257,9 +257,9 @@ def bench_latency(seconds: float) -> None:
 
 
 def bench_generator(episodes: int, duration: float) -> None:
-    from rynn_robot_bridge.episodes.generate import generate
-    from rynn_robot_bridge.episodes.rollout import EpisodeSettings
     from rynn_robot_bridge.sim.scenes import TASKS
+    from rynn_world.episodes.generate import generate
+    from rynn_world.episodes.rollout import EpisodeSettings
 
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_task_success.py [--episodes 50] [--seed 0] [--tasks ...] [--jobs 1]
 
-Each episode is exactly what the generator records (``rynn_robot_bridge.episodes.rollout.record_episode``
+Each episode is exactly what the generator records (``rynn_world.episodes.rollout.record_episode``
 with the task operator: trackers and gloves -> retargeting -> Ruckig -> simulated robot), seeded like
 ``generate`` seeds it; success is the scene's own check at the end (for dual picking it includes that
 each fruit was picked: held in the air by the robot, ``rynn_robot_bridge.sim.holds``; each episode's line
@@ -25,8 +25,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "src" / p) for p in ("rynn_common", "rynn_retarget", "rynn_robot_bridge")]
 
 import rynn_robot_bridge.sim  # noqa: F401  (headless GL first)
-from rynn_robot_bridge.episodes.rollout import EpisodeSettings, episode_seed, record_episode
 from rynn_robot_bridge.sim.scenes import TASKS
+from rynn_world.episodes.rollout import EpisodeSettings, episode_seed, record_episode
 
 SETTINGS = EpisodeSettings(operator="task", fps=1.0, image_width=64, image_height=48)
 

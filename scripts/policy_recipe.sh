@@ -34,7 +34,7 @@ DIGITAL=$OUT/digital_$TASK
 step() { printf '\n==> %s\n' "$*"; }
 
 step "real: $EPISODES task-operator episodes of $TASK"
-"$PY" -m rynn_robot_bridge.episodes.generate --tasks "$TASK" --episodes "$EPISODES" --seed 0 "${CAMERA[@]}" \
+"$PY" -m rynn_world.episodes.generate --tasks "$TASK" --episodes "$EPISODES" --seed 0 "${CAMERA[@]}" \
   --jobs "${JOBS:-2}" --out "$REAL"
 
 step "real: the successful episodes (the demonstrations) and their LeRobot v3 dataset"

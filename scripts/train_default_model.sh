@@ -14,7 +14,7 @@ export PYTHONPATH=src/rynn_common:src/rynn_retarget:src/rynn_robot_bridge:src/ry
 RECIPE=(src/rynn_world_node/config/train_vae_images_cpu.yaml src/rynn_world_node/config/train_vae_cpu.yaml src/rynn_world_node/config/train_stage2_cpu.yaml
         src/rynn_world_node/config/distill_cpu.yaml src/rynn_world_node/config/eval_cpu.yaml)
 
-DATA_COMMAND="python -m rynn_robot_bridge.episodes.generate --operator synthetic --no-scene-variation --episodes 13 --seed 6 --out data/sim_episodes_208x128 --width 208 --height 128 --duration 4"
+DATA_COMMAND="python -m rynn_world.episodes.generate --operator synthetic --no-scene-variation --episodes 13 --seed 6 --out data/sim_episodes_208x128 --width 208 --height 128 --duration 4"
 "$PY" ${DATA_COMMAND#python }
 "$PY" -m rynn_world.training.train_vae --config src/rynn_world_node/config/train_vae_images_cpu.yaml
 "$PY" -m rynn_world.training.train_vae --config src/rynn_world_node/config/train_vae_cpu.yaml
@@ -44,8 +44,8 @@ DATA_COMMAND="python -m rynn_robot_bridge.episodes.generate --operator synthetic
 # task episodes (causal warm-up only; the VAE and the tiny decoder/encoder stay), scored again, its curve,
 # and the swap into the package with the card's "Task-episode fine-tune" section (about 45 min more).
 CONFIGS=src/rynn_world_node/config
-TASK_COMMAND="python -m rynn_robot_bridge.episodes.generate --operator task --scene-variation --episodes 8 --seed 0 --out data/task_episodes_208x128 --width 208 --height 128 --jobs 2"
-HELD_OUT_COMMAND="python -m rynn_robot_bridge.episodes.generate --operator task --scene-variation --episodes 2 --seed 777 --out data/task_episodes_eval_208x128 --width 208 --height 128 --jobs 2"
+TASK_COMMAND="python -m rynn_world.episodes.generate --operator task --scene-variation --episodes 8 --seed 0 --out data/task_episodes_208x128 --width 208 --height 128 --jobs 2"
+HELD_OUT_COMMAND="python -m rynn_world.episodes.generate --operator task --scene-variation --episodes 2 --seed 777 --out data/task_episodes_eval_208x128 --width 208 --height 128 --jobs 2"
 "$PY" ${TASK_COMMAND#python }
 "$PY" ${HELD_OUT_COMMAND#python }
 FINETUNED=outputs/embedded_cpu/finetune_tasks/final_warmup

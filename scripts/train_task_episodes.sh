@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=${PY:-.venv/bin/python}
 CONFIGS=src/rynn_world_node/config
-"$PY" -m rynn_robot_bridge.episodes.generate --operator task --scene-variation --episodes 16 --seed 0 \
+"$PY" -m rynn_world.episodes.generate --operator task --scene-variation --episodes 16 --seed 0 \
   --out data/task_episodes_208x128 --width 208 --height 128 --jobs 2
 "$PY" -m rynn_world.training.train_vae --config $CONFIGS/train_vae_tasks_cpu.yaml
 "$PY" -m rynn_world.training.train --config $CONFIGS/train_stage2_tasks_cpu.yaml

@@ -27,7 +27,7 @@ def test_uninstallable_package_is_named_in_the_error():
 
 
 def test_venv_python_finds_the_installed_packages_without_sourcing_anything():
-    """`.venv/bin/python -m rynn_robot_bridge.episodes.generate` (docs/world_model.md) needs the ament index
+    """`.venv/bin/python -m rynn_world.episodes.generate` (docs/world_model.md) needs the ament index
     without a setup.bash: the venv's .pth points AMENT_PREFIX_PATH at the venv itself."""
     env = {k: v for k, v in os.environ.items() if k not in ("AMENT_PREFIX_PATH", "PYTHONPATH")}
     code = ("import sys; from rynn_robot_bridge.recording.rosbag2_mcap import teleop_msg_dir; "

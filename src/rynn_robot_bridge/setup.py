@@ -25,7 +25,6 @@ setup(
             "sim_robot_node = rynn_robot_bridge.nodes.sim_robot_node:main",
             "realsense_camera_node = rynn_robot_bridge.nodes.realsense_camera_node:main",
             "robot_state_publisher_node = rynn_robot_bridge.nodes.robot_state_publisher_node:main",
-            "generate_episodes = rynn_robot_bridge.episodes.generate:main",
             "recorder_node = rynn_robot_bridge.nodes.recorder_node:main",
             "recover_episodes = rynn_robot_bridge.recording.recover:main",
             "export_lerobot = rynn_robot_bridge.export.lerobot:main",

@@ -29,6 +29,7 @@ setup(
             "rynn_world_train = rynn_world.training.train:main",
             "rynn_world_distill = rynn_world.training.distill:main",
             "rynn_world_evaluate = rynn_world.evaluation.evaluate:main",
+            "generate_episodes = rynn_world.episodes.generate:main",
             "rynn_launch = rynn_world.launcher.cli:main",
             "rynn_demo = rynn_world.demo:main",
         ],

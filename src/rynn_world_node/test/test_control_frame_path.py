@@ -21,7 +21,7 @@ CONFIG = get_config("tiny")
 
 @pytest.fixture(scope="module")
 def episode_root(tmp_path_factory):
-    from rynn_robot_bridge.episodes.generate import main as generate
+    from rynn_world.episodes.generate import main as generate
 
     out = tmp_path_factory.mktemp("episodes")
     generate(["--tasks", "dual_picking", "--episodes", "1", "--seed", "5", "--out", str(out),

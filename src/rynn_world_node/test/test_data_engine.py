@@ -1,7 +1,7 @@
 """The data engine (rynn_world.engine): digital episodes from recorded ones through the live streaming path.
 
 Sources are made here by the project's own writers: task-operator episodes by the generator
-(rynn_robot_bridge.episodes.generate) and value-coded episodes (frame k is one flat colour, so an
+(rynn_world.episodes.generate) and value-coded episodes (frame k is one flat colour, so an
 anchor's frame index can be read back from the pixels) by its EpisodeBagWriter. The model is the
 ``tiny`` config (random weights) with a compositing radius, so pixels away from the operator's
 hands are the reference's exactly: that is how the tests see which frame each chunk started from.
@@ -95,7 +95,7 @@ def value_root(tmp_path_factory):
 @pytest.fixture(scope="module")
 def task_root(tmp_path_factory):
     """Two short task-operator episodes from the project's generator."""
-    from rynn_robot_bridge.episodes.generate import main as generate
+    from rynn_world.episodes.generate import main as generate
 
     out = tmp_path_factory.mktemp("task_episodes")
     generate(["--tasks", "block_pushing", "--episodes", "2", "--seed", "5", "--out", str(out),

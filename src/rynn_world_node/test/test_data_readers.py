@@ -28,7 +28,7 @@ def _hand(center, spread=0.02):
 
 @pytest.fixture(scope="module")
 def robot_root(tmp_path_factory):
-    from rynn_robot_bridge.episodes.generate import main as generate
+    from rynn_world.episodes.generate import main as generate
 
     out = tmp_path_factory.mktemp("episodes")
     generate(["--tasks", "block_pushing", "--episodes", "1", "--seed", "3", "--out", str(out),

@@ -6,10 +6,10 @@ does not just repeat the scene), each by most of the margin the shipped model ha
 
 import pytest
 
-from rynn_robot_bridge.episodes.generate import generate
-from rynn_robot_bridge.episodes.rollout import EpisodeSettings
 from rynn_robot_bridge.sim.scenes import TASKS
 from rynn_world.checkpoints import packaged_checkpoint
+from rynn_world.episodes.generate import generate
+from rynn_world.episodes.rollout import EpisodeSettings
 from rynn_world.evaluation.evaluate import EvalConfig, evaluate
 from rynn_world.model.configs import get_config
 from rynn_world.training.config import DataConfig

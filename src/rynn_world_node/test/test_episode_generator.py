@@ -7,13 +7,11 @@ import json
 import numpy as np
 import pytest
 import yaml
-
-pytest.importorskip("rynn_retarget.pipeline")
 from rosbags.rosbag2 import Reader
 
 from rynn_retarget.pipeline import RetargetPipeline
 from rynn_robot_bridge.episodes.bag_writer import make_typestore
-from rynn_robot_bridge.episodes.generate import main
+from rynn_world.episodes.generate import main
 
 TASKS = ["block_pushing", "lid_placement"]
 ARGS = ["--tasks", *TASKS, "--episodes", "1", "--seed", "7", "--duration", "0.5", "--width", "320", "--height", "240"]

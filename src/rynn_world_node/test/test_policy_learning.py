@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 import rynn_robot_bridge.sim  # noqa: F401  (headless GL before mujoco)
-from rynn_robot_bridge.episodes.rollout import EpisodeSettings, record_episode
 from rynn_robot_bridge.export.bag_episode import load_episode
 from rynn_robot_bridge.export.lerobot import export
 from rynn_robot_bridge.sim.scenes import ZONE_HALF, ZONE_X, ZONE_Y
+from rynn_world.episodes.rollout import EpisodeSettings, record_episode
 from rynn_world.policy.dataset import ActionChunkDataset, read_lerobot_dataset
 from rynn_world.policy.lerobot_compat import load_act
 from rynn_world.policy.rollout import RolloutSettings, run_trial

@@ -8,12 +8,11 @@ import json
 import numpy as np
 import pytest
 
-pytest.importorskip("rynn_retarget.pipeline")
 import rynn_robot_bridge.sim  # noqa: F401  (headless GL before mujoco loads)
 from rynn_retarget.pipeline import ARM_SLICES, RetargetPipeline
-from rynn_robot_bridge.episodes.generate import main
-from rynn_robot_bridge.episodes.rollout import EpisodeSettings, make_operator
 from rynn_robot_bridge.sim.simulator import SimulatedRobot
+from rynn_world.episodes.generate import main
+from rynn_world.episodes.rollout import EpisodeSettings, make_operator
 
 ARGS = ["--tasks", "dual_picking", "--episodes", "2", "--seed", "3", "--duration", "2.0", "--fps", "4",
         "--width", "96", "--height", "72"]

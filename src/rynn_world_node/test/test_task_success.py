@@ -11,10 +11,9 @@ import mujoco
 import numpy as np
 import pytest
 
-pytest.importorskip("rynn_retarget.pipeline")
 import rynn_robot_bridge.sim  # noqa: F401  (headless GL before mujoco loads)
-from rynn_robot_bridge.episodes.rollout import EpisodeSettings, episode_seed, run_episode, start_episode
 from rynn_robot_bridge.sim.scenes import PICK_HELD_S, PICK_RAISED_M, TASKS, object_position, set_object_pose
+from rynn_world.episodes.rollout import EpisodeSettings, episode_seed, run_episode, start_episode
 
 SETTINGS = EpisodeSettings(operator="task", fps=1.0, image_width=64, image_height=48)
 # Episodes of run seed 0, as bench_task_success numbers them, that succeeded there.

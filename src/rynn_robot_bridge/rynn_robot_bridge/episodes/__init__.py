@@ -1,1 +1,2 @@
-"""Paired (robot video, operator skeleton, 54-D action) episodes from the simulated robot."""
+"""Episode bags and directories: the bag writer and the layout that the episode generator
+(``rynn_world.episodes``), the clip export and the data engine write."""

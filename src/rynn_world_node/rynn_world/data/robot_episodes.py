@@ -1,4 +1,4 @@
-"""The project's own paired robot episodes (written by rynn_robot_bridge.episodes.generate or the
+"""The project's own paired robot episodes (written by rynn_world.episodes.generate or the
 recorder), as training clips.
 
 On-disk layout::
@@ -113,7 +113,7 @@ class RobotEpisodeDataset:
         self.root = Path(root)
         index = self.root / "index.json"
         if not index.is_file():
-            raise FileNotFoundError(f"{index} not found: generate episodes first (python -m rynn_robot_bridge.episodes.generate)")
+            raise FileNotFoundError(f"{index} not found: generate episodes first (python -m rynn_world.episodes.generate)")
         self.clip_frames = check_clip_frames(clip_frames)
         self.height, self.width, self.fps = height, width, fps
         self.stride = stride or clip_frames - 1

@@ -3,7 +3,7 @@
 Examples (docs/data_engine.md)::
 
     # task-operator episodes from the generator, anchored on each episode's first frame
-    python -m rynn_robot_bridge.episodes.generate --tasks block_pushing --episodes 100 --out data/task_eps
+    python -m rynn_world.episodes.generate --tasks block_pushing --episodes 100 --out data/task_eps
     python -m rynn_world.engine --episodes data/task_eps --out data/digital_eps
     # the paper's chunked re-anchoring on the real frames, every 81 frames
     python -m rynn_world.engine --episodes data/task_eps --out data/digital_reanchor --reference reanchor

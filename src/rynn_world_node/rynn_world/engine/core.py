@@ -1,7 +1,7 @@
 """The data engine's ROS-free core: source episodes in, digital episodes, a manifest and a LeRobot
 dataset out.
 
-Sources are episode directories in the generator's layout (``rynn_robot_bridge.episodes.generate``:
+Sources are episode directories in the generator's layout (``rynn_world.episodes.generate``:
 ``bag/``, ``frames.npz``, ``episode.json``, listed in the root's ``index.json``); the recorder's bags
 are first turned into that layout by ``rynn_robot_bridge.export.clips`` (the project's one path from a
 recorded bag to frame-clocked episodes), into ``<out>/_recorded_sources``.
@@ -48,7 +48,7 @@ from tqdm import tqdm
 
 from rynn_common.directories import directory_in_progress
 from rynn_robot_bridge.episodes.bag_writer import TOPICS, EpisodeBagWriter
-from rynn_robot_bridge.episodes.generate import episode_dir, write_episode_files, write_index
+from rynn_robot_bridge.episodes.layout import episode_dir, write_episode_files, write_index
 from rynn_robot_bridge.export.bag_episode import bag_sha256, find_bags
 from rynn_robot_bridge.export.clips import export_clips
 from rynn_robot_bridge.export.lerobot import export as export_lerobot

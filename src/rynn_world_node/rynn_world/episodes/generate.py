@@ -1,4 +1,4 @@
-"""Generate paired episodes: ``python -m rynn_robot_bridge.episodes.generate --episodes N --seed S --out DIR``.
+"""Generate paired episodes: ``python -m rynn_world.episodes.generate --episodes N --seed S --out DIR``.
 
 Per episode: ``<out>/<task>/episode_NNNN/`` with ``bag/`` (rosbag2 MCAP),
 ``frames.npz`` (frame-aligned arrays for fast training reads: stamps, actions, joint positions,
@@ -20,8 +20,9 @@ from tqdm import tqdm
 import rynn_robot_bridge.sim  # noqa: F401  (headless GL before mujoco loads)
 from rynn_common.directories import directory_in_progress
 from rynn_robot_bridge.episodes.layout import INDEX_NAME, episode_dir, write_episode_files, write_index
-from rynn_robot_bridge.episodes.rollout import OPERATORS, EpisodeSettings, episode_seed, record_episode
 from rynn_robot_bridge.sim.scenes import TASKS
+
+from .rollout import OPERATORS, EpisodeSettings, episode_seed, record_episode
 
 
 def generate(out: Path, tasks: list[str], episodes: int, seed: int, settings: EpisodeSettings,

@@ -42,11 +42,11 @@ from rynn_robot_bridge.bridge.commander import Phase, RobotCommander
 from rynn_robot_bridge.bridge.mode import Mode
 from rynn_robot_bridge.bridge.settings import load_bridge_settings
 from rynn_robot_bridge.config import load_robot_config
-from rynn_robot_bridge.episodes.rollout import EpisodeSettings, episode_seed, start_episode
 from rynn_robot_bridge.lcm_protocol import MODE_HOLD, MODE_POSITION, RobotState, decode_command, decode_state, encode_command, encode_state
 from rynn_robot_bridge.robot_safety import CommandGate
 from rynn_robot_bridge.sim.simulator import SimulatedRobot
 
+from ..episodes.rollout import EpisodeSettings, episode_seed, start_episode
 from .dataset import policy_image
 
 PRE_ROLL_MAX_S = 2.0  # the bridge's approach to the rest pose must end (tracking) within this, or the trial fails to start

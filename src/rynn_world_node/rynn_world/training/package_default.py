@@ -53,7 +53,7 @@ def _data_summary(data: dict) -> str:
     lines = [f"- {task}: {n} episodes ({successes[task]} successful)" for task, n in sorted(per_task.items())]
     length = f"{frames[0]}" if frames[0] == frames[-1] else f"{frames[0]}-{frames[-1]}"
     return "\n".join([
-        f"Simulated paired episodes (`python -m rynn_robot_bridge.episodes.generate`, MuJoCo TIANJI M6 + WUJI "
+        f"Simulated paired episodes (`python -m rynn_world.episodes.generate`, MuJoCo TIANJI M6 + WUJI "
         f"hands driven by the {operators} operator through the retargeting pipeline"
         f"{', scene variation' if varied else ''}) in `{root}`, {width}x{height} at {fps:g} FPS, {length} frames "
         f"each:", "", *lines, "",
