@@ -126,12 +126,15 @@ def test_fsdp_launch_file_of_the_5b_model_validates():
     assert plan.reshard_after_forward is True and plan.offload_params is False
     # the training configs that pair with it agree on the precision
     from rynn_common.config_io import load_config
-    from rynn_world.training.config import TrainConfig
+    from rynn_world.training.config import DistillConfig, TrainConfig
 
     for name in ("train_ti2v.yaml", "train_stage1.yaml", "train_stage2.yaml"):
         cfg = load_config(TrainConfig, CONFIG_DIR / name)
         assert cfg.model == FULL.name
         validate_fsdp_config(CONFIG_DIR / "accelerate_fsdp.yaml", get_config(cfg.model), "train", cfg.run.mixed_precision)
+    distill_cfg = load_config(DistillConfig, CONFIG_DIR / "train_distill.yaml")
+    assert distill_cfg.model == FULL.name
+    validate_fsdp_config(CONFIG_DIR / "accelerate_fsdp.yaml", FULL, "distill", distill_cfg.run.mixed_precision)
     assert fsdp_plan_from_file(CONFIG_DIR / "accelerate_ddp.yaml") is None
 
 
@@ -142,7 +145,6 @@ def test_fsdp_launch_file_of_the_5b_model_validates():
     (("FULL_STATE_DICT", "SHARDED_STATE_DICT"), "train", "bf16", "fsdp_state_dict_type must be FULL_STATE_DICT"),
     (("TRANSFORMER_BASED_WRAP", "NO_WRAP"), "train", "bf16", "must be TRANSFORMER_BASED_WRAP"),
     (("RynnWorldBlock", "FeedForward"), "train", "bf16", r"hold only \d+\.\d % of the wan2.2-ti2v-5b weights"),
-    (None, "distill", "bf16", "training.distill cannot run under FSDP"),
     (None, "train_vae", "bf16", "training.train_vae cannot run under FSDP"),
     (("distributed_type: FSDP", "distributed_type: MULTI_GPU"), "train", "bf16", "is not an FSDP launch"),
 ])

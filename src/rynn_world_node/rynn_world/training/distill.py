@@ -8,6 +8,11 @@ the rollout along fake-minus-real score, the real score being the frozen teacher
 the 4-step schedule through the KV cache with gradients across chunks.
 
     python -m rynn_world.training.distill --config src/rynn_world_node/config/distill_cpu.yaml
+    accelerate launch --config_file src/rynn_world_node/config/accelerate_fsdp.yaml -m rynn_world.training.distill --config ...
+
+Under an FSDP launch the teacher, the student and the critic are each sharded over the ranks
+(training.sharding; the student keeps its gathered weights through a step, since its gradients run
+through the KV cache); under DDP every rank holds all three and averages the gradients itself.
 
 Writes <output_dir>/final_warmup/ (the student without DMD) and <output_dir>/final/.
 """
@@ -22,12 +27,13 @@ from ..model.configs import get_config
 from .causal import causal_flow_matching_loss, student_rollout
 from .config import DistillConfig, run_from_command_line
 from .datasets import build_latent_dataset, sample_batch
-from .distributed import check_launch
+from .distributed import check_launch, launch_fsdp_plugin
 from .ema import EMA
 from .export import load_or_build_transformer, load_vae, save_world_model
 from .loop import TrainingLoop, adamw, average_gradients, lr_schedule, make_accelerator, step_generator
 from .lora import export_transformer
 from .losses import dmd_generator_loss, flow_matching_loss, observe_control_statistics, sample_sigmas
+from .sharding import release_gathered, shard_model, whole_copy
 
 
 def distill(cfg: DistillConfig, resume: str | None = "latest") -> Path:
@@ -35,16 +41,24 @@ def distill(cfg: DistillConfig, resume: str | None = "latest") -> Path:
     model_config = get_config(cfg.model)
     check_launch(accelerator, model_config, "distill", cfg.run.mixed_precision)  # a bad FSDP launch fails here, not at prepare
     device = accelerator.device
+    plugin = launch_fsdp_plugin(accelerator)
+    # sharded, the three transformers are built in CPU memory and each rank moves only its shards to `device`
+    transformer_device = "cpu" if plugin is not None else device
     vae = load_vae(model_config, cfg.teacher_checkpoint, device=device)
     with accelerator.main_process_first():
         dataset = build_latent_dataset(cfg.data, model_config, vae, Path(cfg.run.output_dir))
     torch.manual_seed(cfg.run.seed)
-    teacher = load_or_build_transformer(model_config, cfg.teacher_checkpoint, device=device).eval().requires_grad_(False)
+    teacher = load_or_build_transformer(model_config, cfg.teacher_checkpoint, device=transformer_device)
+    teacher = teacher.eval().requires_grad_(False)
     student = copy.deepcopy(teacher).train().requires_grad_(True)
     critic = copy.deepcopy(teacher).train().requires_grad_(True)
     if cfg.run.gradient_checkpointing:
         student.enable_gradient_checkpointing()
         critic.enable_gradient_checkpointing()
+    if plugin is not None:  # before the optimizers, which then hold the shards
+        precision = accelerator.mixed_precision
+        teacher, critic = (shard_model(m, plugin, precision, device) for m in (teacher, critic))
+        student = shard_model(student, plugin, precision, device, keep_gathered=True)
     optimizers = {
         "warmup": adamw(student.parameters(), cfg.optim, cfg.warmup_lr),
         "generator": adamw(student.parameters(), cfg.optim, cfg.generator_lr),
@@ -53,8 +67,9 @@ def distill(cfg: DistillConfig, resume: str | None = "latest") -> Path:
     total = {"warmup": cfg.warmup_steps, "generator": cfg.dmd_steps,
              "critic": cfg.dmd_steps * cfg.critic_updates_per_generator}
     schedulers = {n: lr_schedule(o, cfg.optim, total[n]) for n, o in optimizers.items()}
-    for name in optimizers:
-        optimizers[name] = accelerator.prepare(optimizers[name])
+    if plugin is None:  # accelerate's FSDP prepares one model with its optimizer; sharded, they stay torch's
+        for name in optimizers:
+            optimizers[name] = accelerator.prepare(optimizers[name])
     emas = {"student": EMA(student.named_parameters(), cfg.ema_decay)} if cfg.ema_decay else {}
     loop = TrainingLoop(cfg.run, accelerator, {"student": student, "critic": critic}, optimizers, schedulers, emas,
                         name="distill")
@@ -65,6 +80,7 @@ def distill(cfg: DistillConfig, resume: str | None = "latest") -> Path:
 
     def update(module, loss, name):
         accelerator.backward(loss)
+        release_gathered(module)
         average_gradients(module, accelerator)
         torch.nn.utils.clip_grad_norm_(module.parameters(), cfg.optim.max_grad_norm)
         optimizers[name].step()
@@ -88,8 +104,10 @@ def distill(cfg: DistillConfig, resume: str | None = "latest") -> Path:
                 loss = causal_flow_matching_loss(student, latents, batch["control"], sigma, noise,
                                                  model_config.block_frames, model_config.window_blocks)
             update(student, loss, "warmup")
-            if step + 1 == cfg.warmup_steps and accelerator.is_main_process:
-                save_world_model(output_dir / "final_warmup", export_transformer(copy.deepcopy(student)), vae)
+            if step + 1 == cfg.warmup_steps:
+                warmed_up = whole_copy(student, keep=accelerator.is_main_process)  # a collective when sharded
+                if warmed_up is not None:
+                    save_world_model(output_dir / "final_warmup", export_transformer(warmed_up), vae)
             return {"distill/causal_flow_matching": loss.item()}
         critic_losses = []
         for _ in range(cfg.critic_updates_per_generator):
@@ -119,10 +137,11 @@ def distill(cfg: DistillConfig, resume: str | None = "latest") -> Path:
 
     loop.run(cfg.warmup_steps + cfg.dmd_steps, step_fn)
     final = output_dir / "final"
-    if accelerator.is_main_process:
-        if emas:
-            emas["student"].copy_to(student)
-        save_world_model(final, export_transformer(student), vae)
+    if emas:
+        emas["student"].copy_to(student)
+    trained = whole_copy(student, keep=accelerator.is_main_process)  # a collective when sharded
+    if trained is not None:
+        save_world_model(final, export_transformer(trained), vae)
     return final
 
 

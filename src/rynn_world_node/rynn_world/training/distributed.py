@@ -7,7 +7,8 @@ code), so a YAML file on disk and the Accelerator of a running job are checked b
 `validate_fsdp_plan`: the layer classes to wrap exist in the model and hold most of its weights,
 the precision is bf16 (the launch file's and the training config's, which `make_accelerator`
 passes explicitly and so wins), the state dict is gathered whole (what `save_world_model` writes),
-and the entry point is one whose model accelerate can shard at all.
+and the entry point is one that shards its model (train through accelerate, distill through
+training.sharding, which also runs on CPUs).
 """
 
 from __future__ import annotations
@@ -20,17 +21,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from torch.distributed.fsdp import FSDPModule
+from torch.distributed.tensor import DTensor
 
 from ..model.configs import WorldModelConfig
 from ..model.transformer import RynnWorldTransformer
 
-# Entry points whose model goes through accelerator.prepare, so FSDP can shard it. The others
-# (distill, train_vae) train through calls DDP's hooks never see and average gradients themselves
-# (loop.average_gradients); they need the DDP launch file.
-FSDP_ENTRY_POINTS = ("train",)
+# Entry points that can shard their transformer: train through accelerator.prepare (accelerate runs
+# FSDP on GPUs only), distill through training.sharding (GPUs and CPUs). train_vae trains through
+# calls FSDP's hooks never see and averages gradients itself (loop.average_gradients): DDP only.
+FSDP_ENTRY_POINTS = ("train", "distill")
+SHARDED_BY_ACCELERATE = ("train",)
 FSDP_PRECISION = "bf16"  # Wan2.2 trains in bf16; fp16 overflows its activations, fp32 doubles the memory
 STATE_DICT_TYPE = "FULL_STATE_DICT"  # save_world_model writes one diffusers file, not per-rank shards
-MIN_WRAPPED_SHARE = 0.9  # the wrapped layers must hold this share of the weights, or FSDP shards little
+MIN_WRAPPED_SHARE = 0.9  # the wrapped layers must hold this share of the weights, or FSDP shards little ...
+MAX_ROOT_UNIT_PARAMETERS = 10_000_000  # ... unless what stays whole on every rank is this small (40 MB in float32)
 
 
 class DistributedConfigError(ValueError):
@@ -146,10 +151,12 @@ def validate_fsdp_plan(plan: FSDPPlan, config: WorldModelConfig, entry: str = "t
         known = sorted({type(m).__name__ for m in model.modules()})
         raise DistributedConfigError(f"fsdp_transformer_layer_cls_to_wrap names {missing}, which the {config.name} "
                                      f"model does not contain; its module classes: {known}")
-    if found["wrapped_share"] < MIN_WRAPPED_SHARE:
+    root_unit = (1 - found["wrapped_share"]) * found["parameters"]
+    if found["wrapped_share"] < MIN_WRAPPED_SHARE and root_unit > MAX_ROOT_UNIT_PARAMETERS:
         raise DistributedConfigError(
             f"the wrapped classes {list(plan.layer_classes)} hold only {100 * found['wrapped_share']:.1f} % of the "
-            f"{config.name} weights; the rest would sit unsharded in the root unit (need >= {100 * MIN_WRAPPED_SHARE:.0f} %)")
+            f"{config.name} weights; the rest ({root_unit / 1e6:.0f} M parameters) would sit unsharded in the root unit "
+            f"(need >= {100 * MIN_WRAPPED_SHARE:.0f} %)")
     if plan.mixed_precision != FSDP_PRECISION:
         raise DistributedConfigError(f"mixed_precision of the FSDP launch must be {FSDP_PRECISION}, got {plan.mixed_precision!r}")
     if training_precision is not None and training_precision != plan.mixed_precision:
@@ -162,8 +169,10 @@ def validate_fsdp_plan(plan: FSDPPlan, config: WorldModelConfig, entry: str = "t
     if plan.version not in (1, 2):
         raise DistributedConfigError(f"fsdp_version must be 1 or 2, got {plan.version}")
     units = ", ".join(f"{count} x {name}" for name, count in found["units"].items())
+    count = found["parameters"]
+    count = f"{count / 1e9:.2f} B" if count >= 1e8 else f"{count / 1e6:.2f} M"
     return (f"FSDP{plan.version}: {units} wrapped ({100 * found['wrapped_share']:.1f} % of "
-            f"{found['parameters'] / 1e9:.2f} B parameters), {plan.mixed_precision}, {plan.state_dict_type}, "
+            f"{count} parameters), {plan.mixed_precision}, {plan.state_dict_type}, "
             f"reshard after forward {plan.reshard_after_forward}, offload {plan.offload_params}")
 
 
@@ -176,14 +185,31 @@ def validate_fsdp_config(config_file: str | Path, config: WorldModelConfig, entr
     return validate_fsdp_plan(plan, config, entry, training_precision)
 
 
+def launch_fsdp_plugin(accelerator):
+    """The FSDP plugin of this launch, or None when it is not an FSDP launch of several processes.
+    On CPUs accelerate runs an FSDP launch as MULTI_CPU data parallel and keeps no plugin (its state
+    turns only a multi-GPU type into FSDP): the plugin is then read from the launch's environment."""
+    if accelerator.distributed_type.name == "FSDP":
+        return accelerator.state.fsdp_plugin
+    if accelerator.num_processes > 1 and os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true":
+        from accelerate.utils import FullyShardedDataParallelPlugin
+
+        return FullyShardedDataParallelPlugin()
+    return None
+
+
 def check_launch(accelerator, config: WorldModelConfig, entry: str, training_precision: str) -> str | None:
     """Start-up check of a training entry point: under FSDP its plan must validate (else a clear
     DistributedConfigError before any weights or data are loaded). Returns the plan summary or None."""
-    if accelerator.distributed_type.name != "FSDP":
+    plugin = launch_fsdp_plugin(accelerator)
+    if plugin is None:
         return None
     launch_precision = os.environ.get("ACCELERATE_MIXED_PRECISION", accelerator.mixed_precision)  # the launch file's
-    summary = validate_fsdp_plan(plan_from_plugin(accelerator.state.fsdp_plugin, launch_precision),
-                                 config, entry, training_precision)
+    summary = validate_fsdp_plan(plan_from_plugin(plugin, launch_precision), config, entry, training_precision)
+    if entry in SHARDED_BY_ACCELERATE and accelerator.distributed_type.name != "FSDP":
+        raise DistributedConfigError(
+            f"rynn_world.training.{entry} shards through accelerate, which runs an FSDP launch on GPUs only (here it "
+            f"would run {accelerator.distributed_type.name} data parallel); on CPUs use config/accelerate_ddp.yaml")
     accelerator.print(summary)
     return summary
 
@@ -201,17 +227,22 @@ def tensors_digest(tensors: dict[str, torch.Tensor]) -> str:
 
 
 def modules_digest(modules: dict[str, torch.nn.Module]) -> str:
-    """tensors_digest of the modules' state dicts under the keys training.state saves them with."""
-    return tensors_digest({f"{m}.{k}": v for m, module in modules.items() for k, v in module.state_dict().items()})
+    """tensors_digest of what this rank holds whole of the modules' state dicts (all of it unless
+    sharded: then the buffers and the parameters FSDP leaves whole), under training.state's keys."""
+    return tensors_digest({f"{m}.{k}": v for m, module in modules.items() for k, v in module.state_dict().items()
+                           if not isinstance(v, DTensor)})
 
 
-def rank_digests(accelerator, modules: dict[str, torch.nn.Module]) -> list[str] | None:
-    """Every rank's modules_digest (a collective: all ranks call it), or None where the weights are
-    sharded (FSDP) or there is one process. Raises RuntimeError when replicas differ."""
-    if accelerator.num_processes == 1 or accelerator.distributed_type.name == "FSDP":
+def rank_digests(accelerator, modules: dict[str, torch.nn.Module]) -> dict[str, list[str]] | None:
+    """Every rank's modules_digest (a collective: all ranks call it), keyed for trainer.json:
+    "rank_weight_digests" (data parallel: the whole weights) or "rank_replicated_digests" (sharded:
+    what each rank holds whole, which must agree too); None with one process. Raises RuntimeError
+    when the ranks differ."""
+    if accelerator.num_processes == 1:
         return None
     digests: list = [None] * accelerator.num_processes
     torch.distributed.all_gather_object(digests, modules_digest(modules))
     if len(set(digests)) != 1:
         raise RuntimeError(f"data-parallel ranks hold different weights: {digests}")
-    return digests
+    sharded = any(isinstance(m, FSDPModule) for m in modules.values())
+    return {"rank_replicated_digests" if sharded else "rank_weight_digests": digests}

@@ -12,13 +12,14 @@ from pathlib import Path
 
 import torch
 from accelerate import Accelerator
+from torch.distributed.tensor import DTensor
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from .config import OptimConfig, RunConfig
 from .distributed import rank_digests
 from .plots import plot_losses
-from .state import checkpoint_dir, latest_checkpoint, load_training_state, save_training_state
+from .state import checkpoint_dir, gather_training_state, latest_checkpoint, load_training_state, save_training_state
 
 
 def make_accelerator(run: RunConfig) -> Accelerator:
@@ -53,13 +54,12 @@ def adamw(parameters, optim: OptimConfig, lr: float | None = None) -> torch.opti
 
 def average_gradients(module: torch.nn.Module, accelerator: Accelerator) -> None:
     """Data-parallel gradient averaging for modules trained through methods other than forward
-    (cached rollouts, VAE encode/decode), which DDP's forward hooks never see."""
+    (cached rollouts, VAE encode/decode), which DDP's forward hooks never see. A sharded module's
+    gradients were averaged by FSDP in backward; only those it leaves whole are averaged here."""
     if accelerator.num_processes == 1:
         return
-    if accelerator.distributed_type.name == "FSDP":
-        raise NotImplementedError("this entry point averages gradients itself; use the DDP accelerate config")
     for p in module.parameters():
-        if p.grad is not None:
+        if p.grad is not None and not isinstance(p.grad, DTensor):
             torch.distributed.all_reduce(p.grad, op=torch.distributed.ReduceOp.AVG)
 
 
@@ -93,12 +93,14 @@ class TrainingLoop:
     def save(self) -> Path | None:
         self.accelerator.wait_for_everyone()
         modules = {n: self.accelerator.unwrap_model(m) for n, m in self.modules.items()}
-        digests = rank_digests(self.accelerator, modules)  # a collective: every rank, before the main one saves
-        if not self.accelerator.is_main_process:
+        main = self.accelerator.is_main_process
+        # collectives: every rank, before the main one saves
+        digests = rank_digests(self.accelerator, modules)
+        snapshot = gather_training_state(modules, self.optimizers, self.emas, keep=main)
+        if not main:
             return None
-        return save_training_state(checkpoint_dir(self.output_dir, self.step), self.step, modules, self.optimizers,
-                                   self.schedulers, self.emas, self.history,
-                                   extra=None if digests is None else {"rank_weight_digests": digests})
+        return save_training_state(checkpoint_dir(self.output_dir, self.step), self.step, snapshot, self.schedulers,
+                                   self.emas, self.history, extra=digests)
 
     def run(self, total_steps: int, step_fn: Callable[[int], dict[str, float]]) -> dict[str, list[tuple[int, float]]]:
         run = self.run_config

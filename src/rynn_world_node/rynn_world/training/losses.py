@@ -5,6 +5,7 @@ and is excluded from the loss; all other frames share one noise level per sample
 """
 
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 from accelerate.utils import extract_model_from_parallel
 
@@ -20,7 +21,17 @@ def observe_control_statistics(model, clean_latents: torch.Tensor, control: torc
     base = extract_model_from_parallel(model)
     if hasattr(base, "get_base_model"):  # peft (LoRA) wrapper
         base = base.get_base_model()
-    base.control_stats.observe(control, clean_latents)
+    base.control_stats.observe(batch_of_all_ranks(control), batch_of_all_ranks(clean_latents))
+
+
+def batch_of_all_ranks(batch: torch.Tensor) -> torch.Tensor:
+    """Every rank's batch, concatenated in rank order (a collective), so that statistics observed by
+    every data-parallel rank stay the same on all of them; the batch itself with one process."""
+    if not dist.is_initialized() or dist.get_world_size() == 1:
+        return batch
+    parts = [torch.empty_like(batch) for _ in range(dist.get_world_size())]
+    dist.all_gather(parts, batch.contiguous())
+    return torch.cat(parts)
 
 
 def sample_sigmas(batch_size: int, shift: float, generator: torch.Generator, device,

@@ -6,7 +6,9 @@ A checkpoint directory `<output_dir>/checkpoints/step_NNNNNNNN/` holds
   ema.safetensors         EMA shadow weights
   rng.safetensors         torch CPU / CUDA and NumPy generator states
   trainer.json            step, scheduler states, optimizer param groups, python RNG, loss history
-Loading restores all of them in place, so a resumed run continues bit-exactly.
+Loading restores all of them in place, so a resumed run continues bit-exactly. Tensors are whole in
+the files whether the run was sharded (FSDP: gathered by `gather_training_state` on every rank and
+written by the main process) or not, and are read one at a time and cut to each rank's shard.
 """
 
 import json
@@ -15,9 +17,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors import safe_open
+from safetensors.torch import save_file
 
 from rynn_common.directories import directory_in_progress
+
+from .sharding import full_tensors, shard_like
 
 CHECKPOINT_GLOB = "step_*"
 
@@ -32,8 +37,7 @@ def latest_checkpoint(output_dir) -> Path | None:
     return complete[-1] if complete else None
 
 
-def _optimizer_tensors(name: str, optimizer: torch.optim.Optimizer) -> tuple[dict, dict]:
-    state = optimizer.state_dict()
+def _optimizer_tensors(name: str, state: dict) -> tuple[dict, dict]:
     tensors, scalars = {}, {}
     for index, values in state["state"].items():
         for key, value in values.items():
@@ -44,39 +48,61 @@ def _optimizer_tensors(name: str, optimizer: torch.optim.Optimizer) -> tuple[dic
     return tensors, {"param_groups": state["param_groups"], "scalars": scalars}
 
 
-def _restore_optimizer(name: str, optimizer: torch.optim.Optimizer, tensors: dict, structure: dict) -> None:
+def _restore_optimizer(name: str, optimizer: torch.optim.Optimizer, tensors, structure: dict) -> None:
+    """`tensors`: the open optimizers file; each state tensor but the step count is placed like the
+    parameter it belongs to (the step stays where torch's load_state_dict leaves it)."""
+    params = [p for group in optimizer.param_groups for p in group["params"]]
     state: dict = {}
     prefix = f"{name}."
-    for key, value in tensors.items():
+    for key in tensors.keys():
         if key.startswith(prefix):
             index, sub = key[len(prefix):].split(".", 1)
-            state.setdefault(int(index), {})[sub] = value
+            value = tensors.get_tensor(key)
+            state.setdefault(int(index), {})[sub] = value if sub == "step" else shard_like(params[int(index)], value)
     for key, value in structure["scalars"].items():
         index, sub = key.split(".", 1)
         state.setdefault(int(index), {})[sub] = value
     optimizer.load_state_dict({"state": state, "param_groups": structure["param_groups"]})
 
 
-def save_training_state(directory: Path, step: int, modules: dict, optimizers: dict, schedulers: dict,
-                        emas: dict, history: dict, extra: dict | None = None) -> Path:
-    """Write to `<dir>.partial` then rename, so a crash never leaves a checkpoint that looks complete.
-    extra: more JSON-serialisable entries for trainer.json (the ranks' weight digests of a data-parallel run)."""
+def gather_training_state(modules: dict, optimizers: dict, emas: dict, keep: bool) -> dict | None:
+    """The modules' state dicts, the optimizers' states and the EMA weights as whole CPU tensors, on
+    the process that writes the checkpoint (`keep`); None elsewhere. A collective when the modules
+    are sharded: every rank calls it."""
+    snapshot: dict = {"modules": {}, "optimizers": {}, "emas": {}}
+    for name, module in modules.items():
+        snapshot["modules"][name] = full_tensors(module.state_dict(), keep)
+    for name, optimizer in optimizers.items():
+        state = optimizer.state_dict()
+        snapshot["optimizers"][name] = {
+            "state": {index: full_tensors(values, keep) for index, values in state["state"].items()},
+            "param_groups": state["param_groups"]}
+    for name, ema in emas.items():
+        snapshot["emas"][name] = full_tensors(ema.shadow, keep)
+    return snapshot if keep else None
+
+
+def save_training_state(directory: Path, step: int, snapshot: dict, schedulers: dict, emas: dict, history: dict,
+                        extra: dict | None = None) -> Path:
+    """Write `snapshot` (gather_training_state) to `<dir>.partial` then rename, so a crash never leaves
+    a checkpoint that looks complete. extra: more JSON-serialisable entries for trainer.json (the
+    ranks' weight digests of a data-parallel run)."""
     directory = Path(directory)
     with directory_in_progress(directory) as partial:
-        _write_training_state(partial, step, modules, optimizers, schedulers, emas, history, extra)
+        _write_training_state(partial, step, snapshot, schedulers, emas, history, extra)
     return directory
 
 
-def _write_training_state(partial: Path, step: int, modules: dict, optimizers: dict, schedulers: dict,
-                          emas: dict, history: dict, extra: dict | None = None) -> None:
-    save_file({f"{m}.{k}": v.detach().cpu().contiguous() for m, module in modules.items()
-               for k, v in module.state_dict().items()}, str(partial / "modules.safetensors"))
+def _write_training_state(partial: Path, step: int, snapshot: dict, schedulers: dict, emas: dict, history: dict,
+                          extra: dict | None = None) -> None:
+    save_file({f"{m}.{k}": v.contiguous() for m, state in snapshot["modules"].items() for k, v in state.items()},
+              str(partial / "modules.safetensors"))
     optimizer_tensors, optimizer_structure = {}, {}
-    for name, optimizer in optimizers.items():
-        tensors, optimizer_structure[name] = _optimizer_tensors(name, optimizer)
+    for name, state in snapshot["optimizers"].items():
+        tensors, optimizer_structure[name] = _optimizer_tensors(name, state)
         optimizer_tensors.update(tensors)
     save_file(optimizer_tensors, str(partial / "optimizers.safetensors"))
-    save_file({f"{e}.{k}": v.contiguous() for e, ema in emas.items() for k, v in ema.shadow.items()} or
+    save_file({f"{e}.{k}": v.contiguous() for e, shadow in snapshot["emas"].items() for k, v in shadow.items()} or
               {"_empty": torch.zeros(0)}, str(partial / "ema.safetensors"))
     numpy_state = np.random.get_state()
     rng = {"torch": torch.get_rng_state(), "numpy": torch.from_numpy(numpy_state[1].astype(np.int64))}
@@ -101,21 +127,25 @@ def load_training_state(directory: Path, modules: dict, optimizers: dict, schedu
     """Restore everything in place; returns (step, loss history)."""
     directory = Path(directory)
     trainer = json.loads((directory / "trainer.json").read_text())
-    weights = load_file(str(directory / "modules.safetensors"))
-    for name, module in modules.items():
-        prefix = f"{name}."
-        module.load_state_dict({k[len(prefix):]: v for k, v in weights.items() if k.startswith(prefix)})
-    optimizer_tensors = load_file(str(directory / "optimizers.safetensors"))
-    for name, optimizer in optimizers.items():
-        _restore_optimizer(name, optimizer, optimizer_tensors, trainer["optimizers"][name])
+    with safe_open(str(directory / "modules.safetensors"), framework="pt") as weights:
+        for name, module in modules.items():
+            prefix = f"{name}."
+            current = module.state_dict()
+            module.load_state_dict({k[len(prefix):]: shard_like(current.get(k[len(prefix):]), weights.get_tensor(k))
+                                    for k in weights.keys() if k.startswith(prefix)})
+    with safe_open(str(directory / "optimizers.safetensors"), framework="pt") as optimizer_tensors:
+        for name, optimizer in optimizers.items():
+            _restore_optimizer(name, optimizer, optimizer_tensors, trainer["optimizers"][name])
     for name, scheduler in schedulers.items():
         scheduler.load_state_dict(trainer["schedulers"][name])
-    ema_tensors = load_file(str(directory / "ema.safetensors"))
-    for name, ema in emas.items():
-        prefix = f"{name}."
-        ema.shadow = {k[len(prefix):]: v for k, v in ema_tensors.items() if k.startswith(prefix)}
-        ema.updates = trainer["ema_updates"][name]
-    rng = load_file(str(directory / "rng.safetensors"))
+    with safe_open(str(directory / "ema.safetensors"), framework="pt") as ema_tensors:
+        for name, ema in emas.items():
+            prefix = f"{name}."
+            ema.shadow = {k[len(prefix):]: shard_like(ema.shadow.get(k[len(prefix):]), ema_tensors.get_tensor(k))
+                          for k in ema_tensors.keys() if k.startswith(prefix)}
+            ema.updates = trainer["ema_updates"][name]
+    with safe_open(str(directory / "rng.safetensors"), framework="pt") as rng_file:
+        rng = {k: rng_file.get_tensor(k) for k in rng_file.keys()}
     torch.set_rng_state(rng["torch"])
     if torch.cuda.is_available():
         cuda = [rng[k] for k in sorted(k for k in rng if k.startswith("cuda."))]
