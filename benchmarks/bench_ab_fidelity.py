@@ -85,13 +85,13 @@ def record_episode(arguments: list[str], log_dir: Path, seconds: float, before_r
 def read_bag(bag: Path) -> tuple[np.ndarray, np.ndarray, list]:
     """(tracker sample stamps [s], (N, 15) tracker translations, camera frames [(stamp, rgb)])."""
     from rosbags.highlevel import AnyReader
-    from rosbags.typesys import Stores, get_typestore
 
+    from rynn_common.bag_types import make_typestore
     from rynn_robot_bridge.camera_messages import image_to_rgb
 
     names = {f"operator_{n}": i for i, n in enumerate(TRACKERS)}
     stamps, poses, frames = [], [], []
-    with AnyReader([bag], default_typestore=get_typestore(Stores.ROS2_JAZZY)) as reader:
+    with AnyReader([bag], default_typestore=make_typestore()) as reader:
         connections = [c for c in reader.connections if c.topic in (TF_TOPIC, IMAGE_TOPIC)]
         for connection, _, raw in reader.messages(connections=connections):
             msg = reader.deserialize(raw, connection.msgtype)

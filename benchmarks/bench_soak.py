@@ -303,7 +303,7 @@ def read_back(bags: Path, summaries: dict[str, dict]) -> tuple[list[str], Counte
     published and never reaching it)."""
     from rosbags.rosbag2 import Reader
 
-    from rynn_robot_bridge.episodes.bag_writer import make_typestore
+    from rynn_common.bag_types import make_typestore
     from rynn_robot_bridge.recording.metadata import SIDECAR_NAME
 
     failures, gaps = [], Counter()

@@ -67,9 +67,9 @@ def test_composed_retarget_node_reports_to_subscribers_and_the_bag_under_robot_t
     from std_srvs.srv import Trigger
     from tf2_msgs.msg import TFMessage
 
+    from rynn_common.bag_types import make_typestore
     from rynn_common.qos import STATUS_QOS, TF_QOS
     from rynn_common.ros_names import RECORDER_SERVICES, STATUS_TOPIC, TF_TOPIC
-    from rynn_robot_bridge.episodes.bag_writer import make_typestore
 
     config = tmp_path / "recorder.yaml"
     config.write_text(yaml.safe_dump({"output_dir": str(tmp_path / "bags"), "latched_topics": [],

@@ -36,8 +36,8 @@ def _recorded_skeletons(bag: Path):
     """(header stamp in µs -> message, CameraInfo intrinsics) of the recorded episode, read as the training reader reads."""
     from rosbags.highlevel import AnyReader
 
+    from rynn_common.bag_types import make_typestore
     from rynn_common.ros_names import CAMERA_INFO_TOPIC, CAMERA_SKELETON_TOPIC
-    from rynn_robot_bridge.recording.rosbag2_mcap import make_typestore
     from rynn_world.skeleton import CameraIntrinsics
 
     skeletons, intrinsics = {}, None

@@ -24,7 +24,7 @@ EXPECTED_TOPICS = {
 
 
 def read_bag(bag: Path) -> dict:
-    from rynn_robot_bridge.episodes.bag_writer import make_typestore
+    from rynn_common.bag_types import make_typestore
 
     store = make_typestore()
     topics: dict[str, list] = {}

@@ -30,7 +30,7 @@ def test_venv_python_finds_the_installed_packages_without_sourcing_anything():
     """`.venv/bin/python -m rynn_world.episodes.generate` (docs/world_model.md) needs the ament index
     without a setup.bash: the venv's .pth points AMENT_PREFIX_PATH at the venv itself."""
     env = {k: v for k, v in os.environ.items() if k not in ("AMENT_PREFIX_PATH", "PYTHONPATH")}
-    code = ("import sys; from rynn_robot_bridge.recording.rosbag2_mcap import teleop_msg_dir; "
+    code = ("import sys; from rynn_common.bag_types import teleop_msg_dir; "
             "print(teleop_msg_dir().relative_to(sys.prefix))")
     result = subprocess.run([str(REPO_ROOT / ".venv" / "bin" / "python"), "-c", code], capture_output=True, text=True,
                             timeout=120, env=env, cwd="/")

@@ -1,7 +1,10 @@
 """Bags written by the real recorder core (no DDS): the export tests of rynn_robot_bridge and the
-integration test of rynn_world's training reader build their episodes with these."""
+integration test of rynn_world's training reader build their episodes with these; and a bag's copy
+without its message definitions, which its readers must read with the project's typestore."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
@@ -90,3 +93,25 @@ class SkeletonBagBuilder(BagBuilder):
                 header=msg.header, left=hands[0], right=hands[1], left_elbow=Point(x=-0.2, y=0.3, z=0.6),
                 right_elbow=Point(x=0.0, y=0.0, z=0.0), left_elbow_valid=True, right_elbow_valid=False)
             super().offer("/rynn/operator/skeleton_camera", "rynn_teleop_msgs/msg/BimanualSkeleton", skeleton, stamp_ns)
+
+
+def drop_message_definitions(bag: Path) -> None:
+    """Rewrite the bag's MCAP with every schema emptied: the bag then names its message types but does
+    not define them, so a reader needs a typestore that knows them."""
+    from mcap.reader import make_reader
+    from mcap.writer import Writer
+
+    path = next(bag.glob("*.mcap"))
+    with path.open("rb") as stream:
+        reader = make_reader(stream)
+        summary = reader.get_summary()
+        messages = [(channel.id, message) for _, channel, message in reader.iter_messages()]
+    with path.open("wb") as stream:
+        writer = Writer(stream)
+        writer.start(profile="ros2", library="copy without message definitions")
+        schemas = {key: writer.register_schema(schema.name, "", b"") for key, schema in summary.schemas.items()}
+        ids = {key: writer.register_channel(c.topic, c.message_encoding, schemas[c.schema_id], c.metadata)
+               for key, c in summary.channels.items()}
+        for channel_id, message in messages:
+            writer.add_message(ids[channel_id], message.log_time, message.data, message.publish_time)
+        writer.finish()

@@ -70,10 +70,10 @@ def test_the_bag_writer_stores_the_bytes_a_live_camera_node_publishes(tmp_path):
     from rclpy.serialization import deserialize_message, serialize_message
     from sensor_msgs.msg import CameraInfo, Image
 
+    from rynn_common.bag_types import make_typestore
     from rynn_common.description import CameraIntrinsics
     from rynn_common.ros_names import CAMERA_INFO_TOPIC, IMAGE_TOPIC, REFERENCE_IMAGE_TOPIC
     from rynn_robot_bridge.episodes.bag_writer import EpisodeBagWriter
-    from rynn_robot_bridge.recording.rosbag2_mcap import make_typestore
     from rynn_robot_bridge.ros_camera import make_camera_info, make_image
 
     intrinsics = CameraIntrinsics(64, 48, 50.5, 51.25, 31.5, 23.75)

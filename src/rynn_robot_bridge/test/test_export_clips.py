@@ -9,7 +9,7 @@ import pytest
 from rosbags.rosbag2 import Reader
 
 from recorded_bags import HEIGHT, SECOND, WIDTH, BagBuilder, SkeletonBagBuilder
-from rynn_robot_bridge.episodes.bag_writer import make_typestore
+from rynn_common.bag_types import make_typestore
 from rynn_robot_bridge.export.clips import export_clips
 from rynn_robot_bridge.recording.metadata import file_sha256
 

@@ -12,12 +12,13 @@ import yaml
 from mcap.reader import make_reader
 from rosbags.rosbag2 import Reader
 
+from rynn_common.bag_types import make_typestore
 from rynn_common.description import default_urdf_path
 from rynn_robot_bridge.recording.metadata import SIDECAR_NAME, EpisodeSetup, checkpoint_sha256, file_sha256, portable_name
 from rynn_robot_bridge.recording.recorder import EpisodeRecorder, RecorderError, RecorderSettings
 from rynn_robot_bridge.recording.recover import MCAP_MAGIC, find_incomplete, recover_episode
 from rynn_robot_bridge.recording.recover import main as recover_main
-from rynn_robot_bridge.recording.rosbag2_mcap import INFINITE_NS, LATCHED_QOS, OfferedQos, make_typestore
+from rynn_robot_bridge.recording.rosbag2_mcap import INFINITE_NS, LATCHED_QOS, OfferedQos
 from rynn_robot_bridge.recording.settings import load_recorder_settings, parse_topic
 
 ACTION = "rynn_teleop_msgs/msg/RobotAction"

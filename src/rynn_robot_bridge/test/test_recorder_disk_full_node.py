@@ -18,7 +18,7 @@ import yaml
 from mcap.reader import make_reader
 from rosbags.rosbag2 import Reader
 
-from rynn_robot_bridge.episodes.bag_writer import make_typestore
+from rynn_common.bag_types import make_typestore
 
 pytestmark = pytest.mark.ros
 

@@ -17,8 +17,8 @@ import yaml
 from rosbags.rosbag2 import Reader
 
 from rynn_common.action_layout import joint_names
+from rynn_common.bag_types import make_typestore
 from rynn_common.description import default_urdf_path
-from rynn_robot_bridge.episodes.bag_writer import make_typestore
 from rynn_robot_bridge.recording.metadata import SIDECAR_NAME, checkpoint_sha256, file_sha256
 
 pytestmark = pytest.mark.ros

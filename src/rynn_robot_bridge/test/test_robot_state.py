@@ -107,7 +107,7 @@ def test_node_publishes_the_tf_tree_and_the_recorder_keeps_it(ros_node, start_pr
     from std_srvs.srv import Trigger
     from tf2_msgs.msg import TFMessage
 
-    from rynn_robot_bridge.recording.rosbag2_mcap import make_typestore
+    from rynn_common.bag_types import make_typestore
 
     config = tmp_path / "recorder.yaml"
     config.write_text(yaml.safe_dump({

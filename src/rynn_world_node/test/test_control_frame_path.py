@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from rosbags.highlevel import AnyReader
 
+from rynn_common.bag_types import make_typestore
 from rynn_common.ros_names import CAMERA_SKELETON_TOPIC
-from rynn_robot_bridge.recording.rosbag2_mcap import make_typestore
 from rynn_world.data import RobotEpisodeDataset
 from rynn_world.data.robot_episodes import read_episode
 from rynn_world.model.configs import get_config

@@ -9,8 +9,8 @@ import pytest
 import yaml
 from rosbags.rosbag2 import Reader
 
+from rynn_common.bag_types import make_typestore
 from rynn_retarget.pipeline import RetargetPipeline
-from rynn_robot_bridge.episodes.bag_writer import make_typestore
 from rynn_world.episodes.generate import main
 
 TASKS = ["block_pushing", "lid_placement"]

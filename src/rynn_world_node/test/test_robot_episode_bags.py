@@ -1,4 +1,5 @@
-"""The training reader reads episode bags with the recorder's typestore and the camera's one Image decoder.
+"""The training reader reads episode bags with the project's one typestore (``rynn_common.bag_types``) and
+the camera's one Image decoder.
 
 The reader once built its own typestore from ``Path(__file__).parents[3]``: the source tree's
 rynn_teleop_msgs, a folder that does not exist once the package is installed (copied into
@@ -8,6 +9,7 @@ none) needs the typestore, found through the ament index as the recorder finds i
 """
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,11 +21,13 @@ import pytest
 from rosbags.highlevel import AnyReader
 from rosbags.typesys import Stores, get_typestore
 
+from recorded_bags import drop_message_definitions
 from rynn_common.description import CameraIntrinsics
 from rynn_robot_bridge.episodes.bag_writer import EpisodeBagWriter
 from rynn_world.data.robot_episodes import read_episode
 
 SOURCES = Path(__file__).resolve().parents[2]  # src/
+REPOSITORY = SOURCES.parent
 PACKAGES = {"rynn_common": "rynn_common", "rynn_retarget": "rynn_retarget", "rynn_robot_bridge": "rynn_robot_bridge",
             "rynn_world": "rynn_world_node"}  # Python package -> its folder in src/
 INTRINSICS = CameraIntrinsics(32, 24, 30.0, 30.0, 16.0, 12.0)
@@ -47,28 +51,6 @@ def write_episode(episode_dir: Path, extra_image=None) -> Path:
         writer.copy_message("image", writer.store.serialize_cdr(image, "sensor_msgs/msg/Image"), 10**9)
     writer.close({})
     return episode_dir
-
-
-def drop_message_definitions(bag: Path) -> None:
-    """Rewrite the bag's MCAP with every schema emptied: the bag then names its message types but does
-    not define them, so a reader needs a typestore that knows them."""
-    from mcap.reader import make_reader
-    from mcap.writer import Writer
-
-    path = next(bag.glob("*.mcap"))
-    with path.open("rb") as stream:
-        reader = make_reader(stream)
-        summary = reader.get_summary()
-        messages = [(channel.id, message) for _, channel, message in reader.iter_messages()]
-    with path.open("wb") as stream:
-        writer = Writer(stream)
-        writer.start(profile="ros2", library="copy without message definitions")
-        schemas = {key: writer.register_schema(schema.name, "", b"") for key, schema in summary.schemas.items()}
-        ids = {key: writer.register_channel(c.topic, c.message_encoding, schemas[c.schema_id], c.metadata)
-               for key, c in summary.channels.items()}
-        for channel_id, message in messages:
-            writer.add_message(ids[channel_id], message.log_time, message.data, message.publish_time)
-        writer.finish()
 
 
 def install_copies(prefix: Path) -> Path:
@@ -105,11 +87,18 @@ def test_an_installed_reader_reads_a_bag_without_message_definitions(tmp_path):
     assert result.stdout.strip().splitlines()[-1] == str([float(k) for k in range(FRAMES)])
 
 
-def test_the_reader_builds_its_typestore_with_the_recorders_builder():
-    """No module but the recorder's bag writer registers rynn_teleop_msgs' definitions."""
-    registrars = sorted(str(path.relative_to(SOURCES)) for path in SOURCES.rglob("*.py")
-                        if "/test/" not in str(path) and "get_types_from_msg" in path.read_text())
-    assert registrars == ["rynn_robot_bridge/rynn_robot_bridge/recording/rosbag2_mcap.py"], registrars
+BUILDS_A_TYPESTORE = re.compile(r"\b(get_typestore|get_types_from_msg|get_types_from_idl|register_types)\b")
+
+
+def test_no_module_but_bag_types_builds_a_typestore():
+    """Every package, benchmark and script reads and writes bags with ``rynn_common.bag_types.make_typestore``.
+    The training reader registered rynn_teleop_msgs' definitions itself; the operator replay and
+    bench_ab_fidelity read with a Jazzy-only typestore, which knows no BimanualSkeleton."""
+    modules = [path for path in [*SOURCES.rglob("*.py"), *(REPOSITORY / "benchmarks").rglob("*.py"),
+                                 *(REPOSITORY / "scripts").rglob("*.py"), *(REPOSITORY / "test" / "support").rglob("*.py")]
+               if "test" not in path.relative_to(REPOSITORY).parts[2:-1]]  # not src/<package>/test/
+    builders = sorted(str(path.relative_to(REPOSITORY)) for path in modules if BUILDS_A_TYPESTORE.search(path.read_text()))
+    assert builders == ["src/rynn_common/rynn_common/bag_types.py"], builders
 
 
 @pytest.mark.parametrize("image, error", [

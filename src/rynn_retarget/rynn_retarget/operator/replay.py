@@ -67,13 +67,14 @@ def read_bag_session(bag: str | Path, hands_topic: str = HANDS_TOPIC,
                      world_frame: str = "operator_world") -> tuple[dict, list[OperatorFrame]]:
     """(meta, frames) of a recorded episode bag: one frame per tracker sample (all five trackers under
     ``world_frame``, frames ``operator_<tracker>``), stamped with its receive time in the bag."""
-    from rosbags.highlevel import AnyReader  # the bag's own message definitions: no project types needed
-    from rosbags.typesys import Stores, get_typestore
+    from rosbags.highlevel import AnyReader  # imported here: a session file or a live source needs no rosbags
+
+    from rynn_common.bag_types import make_typestore
 
     names = {f"operator_{name}": name for name in TRACKER_NAMES}
     frames: list[OperatorFrame] = []
     hands: dict | None = None
-    with AnyReader([Path(bag)], default_typestore=get_typestore(Stores.ROS2_JAZZY)) as reader:
+    with AnyReader([Path(bag)], default_typestore=make_typestore()) as reader:  # for a bag without its message definitions
         present = {c.topic for c in reader.connections}
         if TF_TOPIC not in present or hands_topic not in present:
             raise ValueError(f"{bag}: an operator replay needs {TF_TOPIC} and {hands_topic} (recorded since the "

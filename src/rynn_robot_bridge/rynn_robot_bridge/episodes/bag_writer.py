@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from rynn_common.action_layout import joint_names
+from rynn_common.bag_types import make_typestore
 from rynn_common.description import CameraIntrinsics
 from rynn_common.ros_names import (
     ACTION_TOPIC,
@@ -29,7 +30,7 @@ from rynn_common.ros_names import (
     REFERENCE_IMAGE_TOPIC,
 )
 from rynn_robot_bridge.camera_messages import camera_info_fields, rgb8_image_fields
-from rynn_robot_bridge.recording.rosbag2_mcap import LATCHED_QOS, OfferedQos, Rosbag2McapWriter, make_typestore
+from rynn_robot_bridge.recording.rosbag2_mcap import LATCHED_QOS, OfferedQos, Rosbag2McapWriter
 
 TOPICS = {
     "image": (IMAGE_TOPIC, "sensor_msgs/msg/Image"),

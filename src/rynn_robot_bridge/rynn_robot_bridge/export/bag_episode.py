@@ -20,11 +20,11 @@ import yaml
 from rosbags.rosbag2 import Reader
 
 from rynn_common.action_layout import ACTION_DIM, joint_names
+from rynn_common.bag_types import make_typestore
 from rynn_common.description import CameraIntrinsics
 from rynn_common.ros_names import ACTION_TOPIC, CAMERA_INFO_TOPIC, CAMERA_SKELETON_TOPIC, IMAGE_TOPIC, JOINT_STATES_TOPIC, MODE_TOPIC
 from rynn_common.skeleton_arrays import bimanual_skeleton_to_arrays
 from rynn_robot_bridge.camera_messages import image_to_rgb, intrinsics_from_camera_info
-from rynn_robot_bridge.episodes.bag_writer import make_typestore
 from rynn_robot_bridge.recording.metadata import file_sha256
 
 MODE_CODES = {"real": 0, "digital": 1, "unknown": 255}  # TeleopStatus.MODE_*

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Callable
 
-from rynn_robot_bridge.episodes.bag_writer import make_typestore
+from rynn_common.bag_types import make_typestore
 from rynn_robot_bridge.recording.disk_space import is_disk_full, open_file
 from rynn_robot_bridge.recording.episode_bag import EpisodeBag, TopicCounts
 from rynn_robot_bridge.recording.metadata import EpisodeSetup

@@ -23,10 +23,11 @@ from mcap.exceptions import EndOfFile
 from mcap.records import Channel, Message, Schema
 from mcap.stream_reader import StreamReader
 
+from rynn_common.bag_types import make_typestore
 from rynn_robot_bridge.recording.episode_bag import custom_data, write_json_atomically
 from rynn_robot_bridge.recording.metadata import SIDECAR_NAME
 from rynn_robot_bridge.recording.recorder import EPISODE_PATTERN
-from rynn_robot_bridge.recording.rosbag2_mcap import Rosbag2McapWriter, make_typestore, parse_qos_yaml
+from rynn_robot_bridge.recording.rosbag2_mcap import Rosbag2McapWriter, parse_qos_yaml
 
 MCAP_MAGIC = b"\x89MCAP0\r\n"
 TRUNCATED_SUFFIX = ".truncated"

@@ -7,8 +7,8 @@ profiles (``ros2 bag play`` republishes a transient-local topic such as ``/rynn/
 latched only when the bag says so) and the RIHS01 type hash, in ``metadata.yaml`` and
 in the MCAP channel metadata, and ``ros_distro: jazzy``. Messages are written as the
 CDR bytes they arrived in. Built on the ``mcap`` library (public API, including
-``flush``), with message definitions and type hashes from a ``rosbags`` typestore
-that knows the Jazzy types and rynn_teleop_msgs.
+``flush``), with message definitions and type hashes from the project's ``rosbags`` typestore
+(``rynn_common.bag_types.make_typestore``: the Jazzy types and rynn_teleop_msgs).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from typing import BinaryIO, Callable
 import yaml
 from mcap.writer import CompressionType
 from mcap.writer import Writer as McapWriter
-from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from rynn_robot_bridge.recording.disk_space import GuardedFile, SpaceReserve, open_file
 
@@ -31,32 +30,6 @@ BAG_FORMAT_VERSION = 9
 METADATA_FILE = "metadata.yaml"
 INFINITE_NS = 2**63 - 1  # RMW_DURATION_INFINITE: what DDS reports for an unset deadline/lifespan/lease
 NS_PER_S = 10**9
-
-
-def teleop_msg_dir() -> Path:
-    """rynn_teleop_msgs' .msg files: the installed share directory, else the source tree."""
-    try:
-        from ament_index_python.packages import get_package_share_directory
-
-        installed = Path(get_package_share_directory("rynn_teleop_msgs")) / "msg"
-        if installed.is_dir():
-            return installed
-    except (ImportError, LookupError, OSError):  # not installed, or no ament environment
-        pass
-    source = Path(__file__).resolve().parents[3] / "rynn_teleop_msgs" / "msg"
-    if not source.is_dir():
-        raise FileNotFoundError("rynn_teleop_msgs .msg files not found (neither installed nor in the source tree)")
-    return source
-
-
-def make_typestore():
-    """Jazzy's standard types plus rynn_teleop_msgs, from the project's own .msg files."""
-    store = get_typestore(Stores.ROS2_JAZZY)
-    types = {}
-    for path in sorted(teleop_msg_dir().glob("*.msg")):
-        types.update(get_types_from_msg(path.read_text(), f"rynn_teleop_msgs/msg/{path.stem}"))
-    store.register(types)
-    return store
 
 
 def _time(ns: int) -> dict[str, int]:

@@ -29,9 +29,9 @@ from typing import NamedTuple
 import numpy as np
 from rosbags.highlevel import AnyReader
 
+from rynn_common.bag_types import make_typestore
 from rynn_common.ros_names import ACTION_TOPIC, CAMERA_INFO_TOPIC, CAMERA_SKELETON_TOPIC, IMAGE_TOPIC
 from rynn_robot_bridge.camera_messages import image_to_rgb, intrinsics_from_camera_info
-from rynn_robot_bridge.recording.rosbag2_mcap import make_typestore
 
 from ..skeleton import CameraIntrinsics, ControlSample
 from .clips import Clip, check_clip_frames, clip_starts, render_skeleton, resample_indices, resize_frames, resize_masks
