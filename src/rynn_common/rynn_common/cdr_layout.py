@@ -166,7 +166,7 @@ class BimanualSkeletonLayout(_Stamped):
 
     def pack(self, stamp_ns: int, hands, elbows) -> bytes:
         """``hands``: (points (21, 3), confidence (21,), valid) of the left then the right hand, as a HandSkeleton
-        carries them (rynn_common.ros_conversions.hand_skeleton_fields); ``elbows``: ((x, y, z), valid) of each."""
+        carries them (rynn_common.skeleton_arrays.hand_skeleton_fields); ``elbows``: ((x, y, z), valid) of each."""
         self._stamp(stamp_ns)
         stamp = bytes(self.buffer[4:12])
         for (stamp_offset, points_view, confidence_view, valid_offset), (points, confidence, valid) in zip(self._hands, hands):

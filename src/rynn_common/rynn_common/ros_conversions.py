@@ -20,8 +20,8 @@ from rynn_common.cdr_layout import BimanualSkeletonLayout, TfMessageLayout
 from rynn_common.pipeline_stats import PipelineStats
 from rynn_common.ros_names import BASE_FRAME
 from rynn_common.rotations import quaternions_xyzw
+from rynn_common.skeleton_arrays import elbow_fields, hand_skeleton_fields
 
-NUM_HAND_JOINTS = 21
 SIDE_CODES = {"left": HandSkeleton.LEFT, "right": HandSkeleton.RIGHT}
 
 
@@ -158,27 +158,6 @@ def make_hand_skeleton(
     return msg
 
 
-def hand_skeleton_fields(joints, confidence=None, valid: bool = True) -> tuple[np.ndarray, np.ndarray, bool]:
-    """What a HandSkeleton of these inputs carries: (21, 3) float64 points (0 where not finite), (21,)
-    float32 confidence in [0, 1] (0 there), valid (False without a finite joint). The glove node hands
-    these to the retarget node in-process, and make_hand_skeleton writes them into the message."""
-    pts = np.asarray(joints, dtype=np.float64)
-    if pts.shape != (NUM_HAND_JOINTS, 3):
-        raise ValueError(f"a hand skeleton needs (21, 3) joint positions, got {pts.shape}")
-    conf = (
-        np.ones(NUM_HAND_JOINTS, np.float32)
-        if confidence is None
-        else np.asarray(confidence, dtype=np.float32).copy()
-    )
-    if conf.shape != (NUM_HAND_JOINTS,):
-        raise ValueError(f"confidence needs 21 values, got shape {conf.shape}")
-    finite = np.isfinite(pts).all(axis=1)
-    conf[~finite] = 0.0
-    conf = np.clip(np.nan_to_num(conf, nan=0.0), 0.0, 1.0)
-    pts = np.where(finite[:, None], pts, 0.0)
-    return pts, conf, bool(valid and finite.any())
-
-
 def make_bimanual_skeleton(
     left_joints,
     right_joints,
@@ -231,16 +210,6 @@ def bimanual_skeleton_bytes(
     hands = (hand_skeleton_fields(left_joints, left_confidence, left_valid),
              hand_skeleton_fields(right_joints, right_confidence, right_valid))
     return layout.pack(stamp_ns, hands, (elbow_fields(left_elbow), elbow_fields(right_elbow)))
-
-
-def elbow_fields(values) -> tuple[np.ndarray, bool]:
-    """What an optional elbow carries: its (x, y, z) and valid; zeros and False when absent or not finite."""
-    if values is None:
-        return np.zeros(3), False
-    arr = np.asarray(values, dtype=np.float64)
-    if arr.shape != (3,) or not np.isfinite(arr).all():
-        return np.zeros(3), False
-    return arr, True
 
 
 def make_teleop_status(stats: PipelineStats, source: str, mode: int, stamp: Time) -> TeleopStatus:

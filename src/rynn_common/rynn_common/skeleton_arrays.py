@@ -1,8 +1,10 @@
-"""Read a BimanualSkeleton into arrays, ROS-free.
+"""A BimanualSkeleton's fields from arrays and back into arrays, ROS-free.
 
-Attribute access only, so the same function reads a live rclpy message and one
-deserialized from a bag by rosbags: the live world-model node, the retarget
-node and the bag readers (training, export) decode a skeleton one way.
+The field rules (``hand_skeleton_fields``, ``elbow_fields``) are what every writer puts in a skeleton:
+the live nodes (through ``ros_conversions``) and the episode bag writer, whose rosbags messages need no
+ROS install. Reading is attribute access only, so the same function reads a live rclpy message and
+one deserialized from a bag by rosbags: the live world-model node, the retarget node and the bag readers
+(training, export) decode a skeleton one way.
 """
 
 from __future__ import annotations
@@ -11,6 +13,38 @@ import numpy as np
 
 NUM_HAND_JOINTS = 21
 SIDES = ("left", "right")
+
+
+def hand_skeleton_fields(joints, confidence=None, valid: bool = True) -> tuple[np.ndarray, np.ndarray, bool]:
+    """What a HandSkeleton of these inputs carries: (21, 3) float64 points (0 where not finite), (21,)
+    float32 confidence in [0, 1] (0 there), valid (False without a finite joint). The glove node hands
+    these to the retarget node in-process, make_hand_skeleton writes them into the message and the
+    episode bag writer into its rosbags one."""
+    pts = np.asarray(joints, dtype=np.float64)
+    if pts.shape != (NUM_HAND_JOINTS, 3):
+        raise ValueError(f"a hand skeleton needs (21, 3) joint positions, got {pts.shape}")
+    conf = (
+        np.ones(NUM_HAND_JOINTS, np.float32)
+        if confidence is None
+        else np.asarray(confidence, dtype=np.float32).copy()
+    )
+    if conf.shape != (NUM_HAND_JOINTS,):
+        raise ValueError(f"confidence needs 21 values, got shape {conf.shape}")
+    finite = np.isfinite(pts).all(axis=1)
+    conf[~finite] = 0.0
+    conf = np.clip(np.nan_to_num(conf, nan=0.0), 0.0, 1.0)
+    pts = np.where(finite[:, None], pts, 0.0)
+    return pts, conf, bool(valid and finite.any())
+
+
+def elbow_fields(values) -> tuple[np.ndarray, bool]:
+    """What an optional elbow carries: its (x, y, z) and valid; zeros and False when absent or not finite."""
+    if values is None:
+        return np.zeros(3), False
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.shape != (3,) or not np.isfinite(arr).all():
+        return np.zeros(3), False
+    return arr, True
 
 
 def hand_skeleton_to_arrays(hand) -> tuple[np.ndarray, np.ndarray, bool]:

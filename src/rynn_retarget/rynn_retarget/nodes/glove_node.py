@@ -13,8 +13,8 @@ from rynn_common.cdr_layout import BimanualSkeletonLayout
 from rynn_common.local_delivery import LocalPublisher
 from rynn_common.node_runner import run_node
 from rynn_common.qos import RECORDED_STREAM_QOS
-from rynn_common.ros_conversions import bimanual_skeleton_bytes, hand_skeleton_fields, seconds_from_ns
-from rynn_common.skeleton_arrays import bimanual_arrays, hand_arrays
+from rynn_common.ros_conversions import bimanual_skeleton_bytes, seconds_from_ns
+from rynn_common.skeleton_arrays import bimanual_arrays, hand_arrays, hand_skeleton_fields
 from rynn_retarget.nodes.operator_input import OperatorInputNode
 from rynn_retarget.operator.feed import GloveNodeSettings
 from rynn_retarget.operator.frame import HandsSample, OperatorFrame

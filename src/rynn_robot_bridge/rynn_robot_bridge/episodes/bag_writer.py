@@ -29,6 +29,7 @@ from rynn_common.ros_names import (
     JOINT_STATES_TOPIC,
     REFERENCE_IMAGE_TOPIC,
 )
+from rynn_common.skeleton_arrays import elbow_fields, hand_skeleton_fields
 from rynn_robot_bridge.camera_messages import camera_info_fields, rgb8_image_fields
 from rynn_robot_bridge.recording.rosbag2_mcap import LATCHED_QOS, OfferedQos, Rosbag2McapWriter
 
@@ -101,22 +102,24 @@ class EpisodeBagWriter:
 
     def write_skeleton(self, points_camera: np.ndarray, valid: np.ndarray, elbows: np.ndarray, stamp_ns: int) -> None:
         """Both hands (2, 21, 3) and the robot elbows (2, 3; NaN = unknown) in the camera optical
-        frame, as the retarget node publishes them."""
+        frame, filled by the retarget node's field rules (``hand_skeleton_fields``, ``elbow_fields``)."""
         Point = self.types["geometry_msgs/msg/Point"]
         Hand = self.types["rynn_teleop_msgs/msg/HandSkeleton"]
+
+        def point(xyz: np.ndarray):
+            x, y, z = xyz.tolist()
+            return Point(x=x, y=y, z=z)
+
         header = self._header(stamp_ns, CAMERA_FRAME)
         hands = []
-        for side, (points, ok) in enumerate(zip(np.asarray(points_camera, dtype=np.float64), valid)):
-            finite = np.isfinite(points).all(axis=1)  # as make_hand_skeleton: a missing joint has confidence 0
-            hands.append(Hand(header=header, side=side,
-                              joints=[Point(x=float(x), y=float(y), z=float(z)) for x, y, z in np.where(finite[:, None], points, 0.0)],
-                              confidence=finite.astype(np.float32), valid=bool(ok and finite.any())))
-        elbow_known = np.isfinite(elbows).all(axis=1)
-        elbow_points = [Point(x=float(x), y=float(y), z=float(z)) if known else Point(x=0.0, y=0.0, z=0.0)
-                        for (x, y, z), known in zip(elbows, elbow_known)]
+        for side, (joints, ok) in enumerate(zip(points_camera, valid)):  # HandSkeleton.LEFT = 0, RIGHT = 1
+            points, confidence, hand_valid = hand_skeleton_fields(joints, valid=bool(ok))
+            hands.append(Hand(header=header, side=side, joints=[point(p) for p in points], confidence=confidence,
+                              valid=hand_valid))
+        (left_elbow, left_elbow_valid), (right_elbow, right_elbow_valid) = (elbow_fields(e) for e in elbows)
         self._write("skeleton", self.types["rynn_teleop_msgs/msg/BimanualSkeleton"](
-            header=header, left=hands[0], right=hands[1], left_elbow=elbow_points[0], right_elbow=elbow_points[1],
-            left_elbow_valid=bool(elbow_known[0]), right_elbow_valid=bool(elbow_known[1]),
+            header=header, left=hands[0], right=hands[1], left_elbow=point(left_elbow), right_elbow=point(right_elbow),
+            left_elbow_valid=left_elbow_valid, right_elbow_valid=right_elbow_valid,
         ), stamp_ns)
 
     def write_action(self, positions: np.ndarray, stamp_ns: int) -> None:
