@@ -12,6 +12,9 @@ Examples (docs/data_engine.md)::
     # the full model on a GPU
     python -m rynn_world.engine --episodes data/task_eps --out data/digital_5b --config wan2.2-ti2v-5b \\
         --checkpoint /weights/rynnworld --device cuda --batch 8
+    # every GPU of the machine, one process each (accelerate launch --num_processes 8 works the same)
+    torchrun --standalone --nproc-per-node 8 -m rynn_world.engine --episodes data/task_eps --out data/digital_5b \\
+        --config wan2.2-ti2v-5b --checkpoint /weights/rynnworld --device cuda --batch 8
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from ..checkpoints import packaged_checkpoint
 from ..model.configs import get_config
 from ..nodes.model_loading import CHOICES, load_streaming_model
 from .core import PAPER_CHUNK_FRAMES, DataEngine, EngineError, EngineSettings, ModelInfo, Reference, find_sources
+from .ranks import join_launch
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,14 +75,18 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
+    ranks = join_launch()
     device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    device = ranks.device(device)
     config = get_config(args.config)
     try:
         reference = Reference(policy="image" if args.reference_image else args.reference, image_path=args.reference_image,
                               chunk_frames=args.chunk_frames, reanchor_every=args.reanchor_every or None)
-        sources = find_sources(args.episodes, args.out, progress=not args.no_progress)
-        if args.limit:
-            sources = sources[: args.limit]
+        sources = None
+        if ranks.is_main:  # only one process exports recorder bags and hashes the sources
+            sources = find_sources(args.episodes, args.out, progress=not args.no_progress)
+            sources = sources[: args.limit] if args.limit else sources
+        sources = ranks.from_main(sources)
 
         def factory(batch_size: int):
             return load_streaming_model(config, args.checkpoint, device, args.seed, "auto",
@@ -86,27 +94,35 @@ def main(argv: list[str] | None = None) -> None:
 
         info = model_info(config.name, args.checkpoint, device)
         engine = DataEngine(args.out, factory, info, EngineSettings(reference=reference, batch_size=args.batch, seed=args.seed,
-                                                                    lerobot=not args.no_lerobot, progress=not args.no_progress))
+                                                                    lerobot=not args.no_lerobot, progress=not args.no_progress),
+                            ranks)
         todo = engine.pending(sources)
-        print(f"{len(sources)} source episodes, {len(sources) - len(todo)} already done, {len(todo)} to generate "
-              f"({config.name} on {device}, reference {reference.policy}, batch {args.batch})", flush=True)
+        if ranks.is_main:
+            print(f"{len(sources)} source episodes, {len(sources) - len(todo)} already done, {len(todo)} to generate "
+                  f"({config.name} on {device}, reference {reference.policy}, batch {args.batch}"
+                  f"{f', {ranks.world_size} processes' if ranks.world_size > 1 else ''})", flush=True)
         start = time.perf_counter()
         engine.run(sources)
     except (EngineError, FileNotFoundError) as error:
         sys.exit(f"engine: {error}")
+    finally:
+        ranks.leave()
     wall = time.perf_counter() - start
     timing = engine.timing
-    if engine.model_info.description:
+    who = f"rank {ranks.rank}/{ranks.world_size}: " if ranks.world_size > 1 else ""
+    if engine.model_info.description and ranks.is_main:
         print(f"model: {engine.model_info.description}")
     if timing["episodes"]:
         fps = timing["frames"] / timing["seconds"]
         per_cpu_second = timing["frames"] / max(timing["cpu_seconds"], 1e-9)
-        print(f"generated {timing['episodes']} episodes, {timing['frames']} frames in {timing['seconds']:.1f} s: "
+        print(f"{who}generated {timing['episodes']} episodes, {timing['frames']} frames in {timing['seconds']:.1f} s: "
               f"{fps:.1f} frames/s = {fps / config.fps:.2f}x real time at {config.fps:g} FPS "
               f"({wall:.1f} s wall including the LeRobot export); CPU time {timing['cpu_seconds']:.1f} s = "
               f"{per_cpu_second:.1f} frames per CPU-second ({per_cpu_second / config.fps:.2f}x real time per busy core; "
               f"torch threads {torch.get_num_threads()})")
-    print(f"manifest: {args.out / 'manifest.json'}" + ("" if args.no_lerobot else f"; LeRobot v3 dataset: {args.out / 'lerobot'}"))
+    if ranks.is_main:
+        print(f"manifest: {args.out / 'manifest.json'}"
+              + ("" if args.no_lerobot else f"; LeRobot v3 dataset: {args.out / 'lerobot'}"))
 
 
 if __name__ == "__main__":

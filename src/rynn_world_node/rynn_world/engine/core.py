@@ -61,6 +61,7 @@ from ..evaluation.generation import stream_model
 from ..image_input import to_model_rgb
 from ..live_session import SessionSettings
 from ..streaming import StreamingWorldModel
+from .ranks import Ranks
 
 REFERENCE_POLICIES = ("first", "reanchor", "image")
 PAPER_CHUNK_FRAMES = 81  # Sec. 4.1: the reference + 80 generated frames per chunk
@@ -213,14 +214,16 @@ def read_manifest(out: Path) -> dict:
 class DataEngine:
     """Generates digital episodes into ``out``; ``model_factory(batch_size)`` builds the streaming model
     and says what it loaded, ``(model, description)`` (the CLI loads it as the node does:
-    ``nodes.model_loading.load_streaming_model``)."""
+    ``nodes.model_loading.load_streaming_model``). Launched as several processes (``ranks``), each makes
+    its share of the batches and rank 0 writes the manifest and the LeRobot dataset (engine.ranks)."""
 
     def __init__(self, out: Path, model_factory: Callable[[int], tuple[StreamingWorldModel, str]], model_info: ModelInfo,
-                 settings: EngineSettings = EngineSettings()):
+                 settings: EngineSettings = EngineSettings(), ranks: Ranks | None = None):
         self.out = Path(out)
         self.model_factory = model_factory
         self.model_info = model_info
         self.settings = settings
+        self.ranks = ranks or Ranks()  # one process unless launched as several
         self.reference_image = None
         if settings.reference.policy == "image":
             self.reference_image = _read_image(settings.reference.image_path)
@@ -253,31 +256,36 @@ class DataEngine:
         path = self.out / source.output_name / "episode.json"
         return json.loads(path.read_text()).get("digital") if path.is_file() else None
 
-    def batches(self, todo: list[SourceEpisode]) -> list[list[SourceEpisode]]:
-        """Episodes of similar length together, in as few batches as ``batch_size`` allows, all of one size."""
-        if not todo:
+    def batches(self, sources: list[SourceEpisode]) -> list[list[SourceEpisode]]:
+        """Episodes of similar length together, in as few batches as ``batch_size`` allows, all of one size.
+        Planned over every source, done or not: a batch's frames depend only on its episodes and the seed,
+        so a resumed run, or a run over another number of processes, makes the same frames."""
+        if not sources:
             return []
-        count = math.ceil(len(todo) / max(1, self.settings.batch_size))
-        size = math.ceil(len(todo) / count)
-        ordered = sorted(todo, key=lambda s: (s.frames, s.output_name))
+        count = math.ceil(len(sources) / max(1, self.settings.batch_size))
+        size = math.ceil(len(sources) / count)
+        ordered = sorted(sources, key=lambda s: (s.frames, s.output_name))
         return [ordered[i:i + size] for i in range(0, len(ordered), size)]
 
     # ---- running -----------------------------------------------------------------------------
 
     def run(self, sources: list[SourceEpisode], on_episode: Callable[[dict], None] | None = None) -> list[dict]:
-        """Generate every pending episode; returns the manifest entries written by this run.
+        """Generate every pending episode of this process's batches; returns the manifest entries it wrote.
         ``on_episode`` is told about each finished episode (its manifest entry)."""
         self.out.mkdir(parents=True, exist_ok=True)
-        todo = self.pending(sources)
+        pending = {s.output_name for s in self.pending(sources)}
+        planned = self.batches(sources)
+        mine = [batch for index, batch in enumerate(planned)
+                if self.ranks.owns(index) and any(s.output_name in pending for s in batch)]
         written: list[dict] = []
-        batches = self.batches(todo)
-        if batches:
-            model, description = self.model_factory(len(batches[0]))
+        if mine:
+            model, description = self.model_factory(len(planned[0]))
             self.model_info = replace(self.model_info, description=description)
-            bar = tqdm(total=len(todo), desc="digital episodes", unit="ep", disable=not self.settings.progress)
+            todo = sum(s.output_name in pending for batch in mine for s in batch)
+            bar = tqdm(total=todo, desc="digital episodes", unit="ep", disable=not self.settings.progress)
             try:
-                for batch in batches:
-                    for entry in self._run_batch(model, batch):
+                for batch in mine:
+                    for entry in self._run_batch(model, batch, pending):
                         written.append(entry)
                         bar.update(1)
                         if on_episode is not None:
@@ -285,11 +293,12 @@ class DataEngine:
                     bar.set_postfix(fps=f"{self.timing['frames'] / max(self.timing['seconds'], 1e-9):.1f}")
             finally:
                 bar.close()
-                self.write_manifest()
-        else:
+                self._write_manifest_on_main()
+        written_by_all = self.ranks.total(len(written))  # every rank finished
+        if self.ranks.is_main:
             self.write_manifest()
-        if self.settings.lerobot and (written or self._lerobot_episodes() != len(read_manifest(self.out)["episodes"])):
-            self.export_lerobot()
+            if self.settings.lerobot and (written_by_all or self._lerobot_episodes() != len(read_manifest(self.out)["episodes"])):
+                self.export_lerobot()
         return written
 
     def _lerobot_episodes(self) -> int | None:
@@ -297,21 +306,23 @@ class DataEngine:
         info = self.out / LEROBOT_DIR / "meta" / "info.json"
         return json.loads(info.read_text())["total_episodes"] if info.is_file() else None
 
-    def _run_batch(self, model: StreamingWorldModel, batch: list[SourceEpisode]):
+    def _run_batch(self, model: StreamingWorldModel, batch: list[SourceEpisode], pending: set[str]):
+        """The whole batch generated; its pending episodes written (a resumed batch keeps its finished ones)."""
         start, cpu_start = time.perf_counter(), time.process_time()
         prepared = [self._prepare(source, model) for source in batch]
         streams = prepared + [prepared[-1]] * (model.batch_size - len(prepared))  # pad a short last batch
         frames = self._generate(model, streams, _batch_seed(self.settings.seed, [p.source for p in streams]))
-        seconds = time.perf_counter() - start
-        for i, item in enumerate(prepared):
+        to_write = [(i, item) for i, item in enumerate(prepared) if item.source.output_name in pending]
+        per_episode = (time.perf_counter() - start) / len(to_write)
+        for i, item in to_write:
             episode_start = time.perf_counter()
-            entry = self._write(item, frames[i][: item.source.frames], model, seconds / len(prepared))
+            entry = self._write(item, frames[i][: item.source.frames], model, per_episode)
             self.timing["episodes"] += 1
             self.timing["frames"] += item.source.frames
-            self.timing["seconds"] += seconds / len(prepared) + time.perf_counter() - episode_start
+            self.timing["seconds"] += per_episode + time.perf_counter() - episode_start
             self.timing["cpu_seconds"] += time.process_time() - cpu_start
             cpu_start = time.process_time()
-            self.write_manifest()
+            self._write_manifest_on_main()
             yield entry
 
     def _prepare(self, source: SourceEpisode, model: StreamingWorldModel) -> _Prepared:
@@ -416,6 +427,12 @@ class DataEngine:
         })
 
     # ---- outputs -----------------------------------------------------------------------------
+
+    def _write_manifest_on_main(self) -> None:
+        """The manifest as it stands, while generating: rank 0 alone writes it (two writers would share
+        its temporary file); the other ranks' episodes join it as they are found complete on disk."""
+        if self.ranks.is_main:
+            self.write_manifest()
 
     def write_manifest(self) -> dict:
         """``manifest.json`` and ``index.json`` from the complete episodes on disk (a crash between an
