@@ -23,6 +23,7 @@ read from a checkpoint into this rank's shard of the parameter it restores.
 from __future__ import annotations
 
 import copy
+import warnings
 
 import torch
 from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, OffloadPolicy, fully_shard, register_fsdp_forward_method
@@ -57,6 +58,10 @@ def shard_model(model: torch.nn.Module, plugin, mixed_precision: str, device, ke
     for module in [*units, model]:  # methods called from outside forward gather the weights like forward
         for name in getattr(module, "ENTRY_METHODS", ()):
             register_fsdp_forward_method(module, name)
+    # the model returns reshaped views (velocity, context keys and values) and changes none of them in
+    # place, the misuse FSDP warns of at every sharded module's first call
+    for name in {type(m).__name__ for m in [*units, model]}:
+        warnings.filterwarnings("ignore", message=rf"FSDP2-wrapped module \({name}\) returned a view tensor")
     if keep_gathered:
         model.set_reshard_after_backward(False)
     return model
