@@ -33,8 +33,14 @@ from rclpy.node import Node
 from rynn_common.node_runner import run_node
 
 class Probe(Node):
+    """Says it is up from its first spin, so after everything the runner logs before spinning (the released ports)."""
+
     def __init__(self):
         super().__init__("dead_port_probe")
+        self.timer = self.create_timer(0.01, self.up)
+
+    def up(self):
+        self.timer.cancel()
         self.get_logger().info("probe up")
 
 run_node(Probe)
