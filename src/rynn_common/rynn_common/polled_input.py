@@ -24,6 +24,13 @@ def _intake_node(node: Node) -> Node:
     return intake
 
 
+def take_message(subscription) -> tuple[object, dict] | None:
+    """rclpy's take of one message from any ``subscription`` on the caller's thread: the oldest one DDS holds
+    and its info, or None. A spun subscription's callback uses it to empty its queue in one call."""
+    with subscription.handle:
+        return subscription.handle.take_message(subscription.msg_type, subscription.raw)
+
+
 class PolledSubscription:
     """A subscription of ``node`` to ``topic`` read with ``take`` (raw: the serialised bytes). Its QoS event
     callbacks (``event_callbacks``: message lost, incompatible QoS) run on ``node``'s executor."""
@@ -41,9 +48,7 @@ class PolledSubscription:
     def take(self) -> tuple[object, dict] | None:
         """The oldest message DDS holds for this subscription and its info (``source_timestamp``,
         ``received_timestamp``, ns), or None when there is none."""
-        subscription = self.subscription
-        with subscription.handle:
-            return subscription.handle.take_message(subscription.msg_type, subscription.raw)
+        return take_message(self.subscription)
 
     def take_newest(self) -> tuple[object, dict] | None:
         """The newest message held (the older ones are read and dropped), or None."""

@@ -192,7 +192,7 @@ def build_hand_chain(model: pin.Model, side: str, limits: JointLimits) -> HandCh
         for kind in FINGER_KEYPOINT_FRAMES:
             name = f"{side}_finger{finger}_{kind}"
             if kind.startswith("joint"):
-                frames.append(_jointframe_id(hand, name))
+                frames.append(_joint_frame_id(hand, name))
             else:
                 frames.append(frame_id(hand, name))
     return HandChain(
@@ -211,6 +211,6 @@ def hand_chain_from_urdf(urdf_path: str | Path, side: str) -> HandChain:
     return build_hand_chain(load_model(urdf_path), side, joint_limits_from_urdf(urdf_path, hand_joint_names(side)))
 
 
-def _jointframe_id(model: pin.Model, joint_name: str) -> int:
+def _joint_frame_id(model: pin.Model, joint_name: str) -> int:
     """The frame Pinocchio creates for a joint (origin at the joint)."""
     return model.getFrameId(joint_name, pin.FrameType.JOINT)

@@ -43,13 +43,8 @@ class ActionInbox:
 
     def submit(self, values, now: float) -> str | None:
         """Store ``values``; returns None, or the rejection reason ("wrong_size", "non_finite")."""
-        action = np.asarray(values, dtype=np.float64)
-        problem = action_problem(action)
-        if problem:
-            return problem
-        self._action = action.copy()
-        self._received_at = now
-        return None
+        rejected = self.submit_newest([values], now).rejected
+        return rejected[0] if rejected else None
 
     def submit_newest(self, actions, now: float) -> ActionIntake:
         """Store the newest valid one of ``actions`` (oldest first, taken together); every one is checked, so

@@ -52,6 +52,7 @@ from rynn_common.config_paths import find_config
 from rynn_common.node_runner import run_node
 from rynn_common.node_settings import declare_settings
 from rynn_common.pipeline_stats import PipelineStats
+from rynn_common.polled_input import take_message
 from rynn_common.qos import ACTION_INPUT_QOS, LATCHED_QOS, LIVE_QOS, RECORDED_CAMERA_QOS, RECORDED_STREAM_QOS, RELAY_IMAGE_QOS, STATUS_QOS
 from rynn_common.rate_gate import RateGate
 from rynn_common.ros_conversions import make_diagnostics, make_teleop_status
@@ -216,9 +217,7 @@ class BridgeNode(Node):
                     self.stats.drop("action_superseded", intake.superseded)
 
     def _take_queued_action(self) -> bytes | None:
-        subscription = self._action_subscription
-        with subscription.handle:
-            taken = subscription.handle.take_message(subscription.msg_type, True)
+        taken = take_message(self._action_subscription)  # raw: the CDR bytes
         return None if taken is None else taken[0]
 
     def _on_actions_lost(self, status) -> None:
